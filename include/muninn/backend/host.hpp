@@ -1,0 +1,143 @@
+#pragma once
+/// \file
+/// \brief The host (CPU) backend: aligned buffers and a parallel-for over OpenMP threads.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "muninn/core/error.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace muninn {
+
+/// \brief Tag naming the host backend in `static_assert`s and specialisations.
+struct host_tag {};
+
+/// \brief Owning, 64-byte-aligned, move-only array in host memory.
+template <class T>
+class host_buffer {
+ public:
+  host_buffer() = default;
+  explicit host_buffer(std::size_t n) : size_(n) {
+    if (n == 0) return;
+    const std::size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
+    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    if (!data_) fail("host allocation of ", bytes, " bytes failed");
+  }
+  host_buffer(host_buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  host_buffer& operator=(host_buffer&& o) noexcept {
+    if (this != &o) {
+      std::free(data_);
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  host_buffer(const host_buffer&) = delete;
+  host_buffer& operator=(const host_buffer&) = delete;
+  ~host_buffer() { std::free(data_); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// \brief The CPU backend. A small value type: copying it is free and shares nothing mutable.
+///
+/// Work is spread over OpenMP threads when the translation unit is built with OpenMP
+/// (the `muninn::muninn` target adds it when CMake finds it) and runs serially otherwise.
+struct host_backend {
+  using tag = host_tag;
+  template <class T>
+  using buffer = host_buffer<T>;
+
+  /// \brief Threads to use; 0 means all that OpenMP offers.
+  int num_threads = 0;
+
+  /// \brief Human-readable name for logs and benchmark contexts.
+  static const char* name() { return "host"; }
+
+  /// \brief Allocates `n` uninitialised elements.
+  template <class T>
+  buffer<T> alloc(std::size_t n) const {
+    return buffer<T>(n);
+  }
+  /// \brief Allocates `n` zeroed elements.
+  template <class T>
+  buffer<T> alloc_zeroed(std::size_t n) const {
+    buffer<T> b(n);
+    if (n) std::memset(static_cast<void*>(b.data()), 0, n * sizeof(T));
+    return b;
+  }
+  /// \brief Sets `n` elements at `p` to all-zero bytes.
+  template <class T>
+  void fill_zero(T* p, std::size_t n) const {
+    if (n) std::memset(static_cast<void*>(p), 0, n * sizeof(T));
+  }
+  /// \brief Copies host memory into backend memory (here: a memcpy).
+  template <class T>
+  void upload(T* dst, const T* src, std::size_t n) const {
+    if (n) std::memcpy(static_cast<void*>(dst), src, n * sizeof(T));
+  }
+  /// \brief Copies backend memory to host memory (here: a memcpy).
+  template <class T>
+  void download(T* dst, const T* src, std::size_t n) const {
+    if (n) std::memcpy(static_cast<void*>(dst), src, n * sizeof(T));
+  }
+  /// \brief Copies within backend memory.
+  template <class T>
+  void copy(T* dst, const T* src, std::size_t n) const {
+    if (n) std::memmove(static_cast<void*>(dst), src, n * sizeof(T));
+  }
+  /// \brief Host work is synchronous; present so generic code can call it on every backend.
+  void synchronize() const {}
+
+  /// \brief Threads a parallel region will use.
+  int threads() const {
+#if defined(_OPENMP)
+    return num_threads > 0 ? num_threads : omp_get_max_threads();
+#else
+    return 1;
+#endif
+  }
+
+  /// \brief Calls `f(begin, end)` on disjoint chunks covering [0, n).
+  ///
+  /// `grain` is the smallest chunk worth a thread: below `2 * grain` items the call stays serial,
+  /// which keeps the tiny per-token ops of decode free of fork/join overhead.
+  template <class F>
+  void parallel_for(std::int64_t n, std::int64_t grain, F&& f) const {
+    if (n <= 0) return;
+    const int nt = threads();
+    if (nt <= 1 || n < 2 * std::max<std::int64_t>(grain, 1)) {
+      f(std::int64_t(0), n);
+      return;
+    }
+#if defined(_OPENMP)
+    const std::int64_t chunks = std::min<std::int64_t>(nt, n / std::max<std::int64_t>(grain, 1));
+#pragma omp parallel for num_threads(int(chunks)) schedule(static, 1)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
+      f(b, e);
+    }
+#else
+    f(std::int64_t(0), n);
+#endif
+  }
+};
+
+}  // namespace muninn

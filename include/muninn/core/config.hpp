@@ -1,0 +1,42 @@
+#pragma once
+/// \file
+/// \brief Run-time sizes of a model, read from a checkpoint's config.json.
+
+#include <cstdint>
+#include <string>
+
+namespace muninn {
+
+/// \brief The numbers that size a model. Structure (which block, which router...) is compile time;
+/// everything here is run time, read from config.json by `io::read_model_config`.
+struct model_config {
+  std::string model_type = "huginn_raven";  ///< config.json "model_type"
+  std::int64_t n_embd = 0;                  ///< hidden size h ("n_embd" / "hidden_size")
+  std::int64_t n_heads = 0;                 ///< query heads ("num_attention_heads" / "n_heads")
+  std::int64_t n_kv_heads = 0;              ///< key/value heads (MHA: equal to n_heads)
+  std::int64_t head_dim = 0;                ///< n_embd / n_heads unless given
+  std::int64_t intermediate_size = 0;       ///< gated MLP inner width (fc outputs twice this)
+  std::int64_t vocab_size = 0;              ///< rows of the embedding ("padded_vocab_size" wins if present)
+  std::int64_t n_layers_in_prelude = 0;
+  std::int64_t n_layers_in_recurrent_block = 0;
+  std::int64_t n_layers_in_coda = 0;
+  std::int64_t mean_recurrence = 0;         ///< default number of recurrence steps
+  std::int64_t block_size = 0;              ///< longest sequence (RoPE table length)
+  float norm_eps = 1e-6f;
+  float rope_base = 50000.0f;
+  float init_scale = 1.0f;                  ///< multiplies the random state's std
+  float init_std = 0.0f;                    ///< init_values["std"] of the random state; 0: sqrt(2 / (5 n_embd))
+  bool qk_bias = true;                      ///< learned per-head bias on q and k
+  bool bias = false;                        ///< bias on Linear layers (unsupported when true)
+  bool tie_embeddings = true;
+  std::string injection_type = "linear";   ///< "linear" (concat adapter) or "add"
+  std::string block_type = "sandwich";     ///< Muninn extension: "sandwich" (Huginn) or "pre_norm"
+  std::string source;                       ///< file the config was read from, for error messages
+
+  /// \brief Layers in prelude + core + coda (the unique blocks stored in the checkpoint).
+  std::int64_t n_unique_layers() const {
+    return n_layers_in_prelude + n_layers_in_recurrent_block + n_layers_in_coda;
+  }
+};
+
+}  // namespace muninn

@@ -1,0 +1,169 @@
+#pragma once
+/// \file
+/// \brief Policy tag types: the compile-time slots of `muninn::arch`.
+///
+/// A policy is a type. Each family below has a trait (`is_block_policy` ...) so that `arch`
+/// can reject a type put in the wrong slot with a message that names the slot.
+
+#include <cstdint>
+#include <type_traits>
+
+namespace muninn {
+
+/// \brief Layer structures (the "block" slot). Concept: BlockPolicy.
+namespace block {
+/// \brief Huginn's block: `x = n2(attn(n1(x)) + x); x = n4(mlp(n3(x)) + x)` — four RMSNorms.
+struct sandwich {
+  static constexpr int num_norms = 4;
+  static constexpr const char* name = "sandwich";
+};
+/// \brief Llama-style pre-norm block: `x += attn(n1(x)); x += mlp(n2(x))` — two RMSNorms.
+struct pre_norm {
+  static constexpr int num_norms = 2;
+  static constexpr const char* name = "pre_norm";
+};
+}  // namespace block
+
+/// \brief How the prelude output `e` enters each recurrence step (the "injection" slot). Concept: InjectionPolicy.
+namespace injection {
+/// \brief `x = adapter([x, e])`, adapter Linear(2h→h) without bias; the state comes first (Huginn).
+struct concat_linear {
+  static constexpr bool has_weight = true;
+  static constexpr const char* name = "concat_linear";
+};
+/// \brief `x = x + e`: no weight.
+struct add {
+  static constexpr bool has_weight = false;
+  static constexpr const char* name = "add";
+};
+}  // namespace injection
+
+/// \brief The recurrent state before the first step (the "state_init" slot): the default a call may override.
+/// Concept: StateInitPolicy.
+namespace state_init {
+/// \brief i.i.d. truncated normal, std √(2/(5h))·init_scale·√h, cut at ±3σ, seeded (Huginn's "like-init").
+struct truncated_normal {
+  static constexpr const char* name = "truncated_normal";
+};
+/// \brief All zeros: deterministic, what reference comparisons use.
+struct zero {
+  static constexpr const char* name = "zero";
+};
+/// \brief A state tensor supplied by the caller.
+struct given {
+  static constexpr const char* name = "given";
+};
+}  // namespace state_init
+
+/// \brief Which layers are reused and how (the "sharing" slot). Concept: SharingPolicy.
+namespace sharing {
+/// \brief Huginn: prelude and coda unshared, one core block of layers applied r times.
+struct recurrent_core {
+  static constexpr bool recurrent = true;
+  static constexpr const char* name = "recurrent_core";
+};
+/// \brief No reuse at all: every layer runs once (a plain transformer; r must be 0).
+struct none {
+  static constexpr bool recurrent = false;
+  static constexpr const char* name = "none";
+};
+}  // namespace sharing
+
+/// \brief Which tokens take which recursion (the "router" slot). Concept: RouterPolicy.
+namespace router {
+/// \brief Every token runs every step.
+struct none {
+  static constexpr bool routes = false;
+  static constexpr const char* name = "none";
+};
+}  // namespace router
+
+/// \brief Where each executed layer keeps its keys and values (the "kv_cache" slot). Concept: KvCachePolicy.
+namespace kv_cache {
+/// \brief One slot per executed layer call: prelude i → i, core step s layer j → P + C·s + j, coda c after
+/// the deepest core slot (Huginn's `HuginnDynamicCache` "full" indexing, reference/huginn.md §4.1).
+struct per_layer_slot {
+  static constexpr const char* name = "per_layer_slot";
+  /// \brief Slots needed for prelude P, core C, coda D layers and at most `max_steps` recurrences.
+  static std::int64_t num_slots(std::int64_t P, std::int64_t C, std::int64_t D, std::int64_t max_steps) {
+    return P + C * max_steps + D;
+  }
+  /// \brief Slot of prelude layer i.
+  static std::int64_t prelude_slot(std::int64_t i) { return i; }
+  /// \brief Slot of core layer j at recurrence step s (0-based).
+  static std::int64_t core_slot(std::int64_t P, std::int64_t C, std::int64_t s, std::int64_t j) { return P + C * s + j; }
+  /// \brief Slot of coda layer c.
+  static std::int64_t coda_slot(std::int64_t P, std::int64_t C, std::int64_t max_steps, std::int64_t c) {
+    return P + C * max_steps + c;
+  }
+};
+}  // namespace kv_cache
+
+/// \brief When the recurrence stops (the "halting" slot). Concept: HaltingPolicy.
+namespace halting {
+/// \brief Exactly the requested number of steps for every token.
+struct fixed {
+  static constexpr const char* name = "fixed";
+};
+}  // namespace halting
+
+/// \brief What turns the final state into an output (the "head" slot). Concept: HeadPolicy.
+namespace head {
+/// \brief `ln_f → coda → ln_f → x·Wᵀ` with W the embedding when tied (Huginn applies the same ln_f twice).
+struct softmax {
+  static constexpr const char* name = "softmax";
+};
+}  // namespace head
+
+/// \brief Traits that say which slot a policy type belongs to.
+template <class P>
+struct is_block_policy : std::false_type {};
+template <>
+struct is_block_policy<block::sandwich> : std::true_type {};
+template <>
+struct is_block_policy<block::pre_norm> : std::true_type {};
+
+template <class P>
+struct is_injection_policy : std::false_type {};
+template <>
+struct is_injection_policy<injection::concat_linear> : std::true_type {};
+template <>
+struct is_injection_policy<injection::add> : std::true_type {};
+
+template <class P>
+struct is_state_init_policy : std::false_type {};
+template <>
+struct is_state_init_policy<state_init::truncated_normal> : std::true_type {};
+template <>
+struct is_state_init_policy<state_init::zero> : std::true_type {};
+template <>
+struct is_state_init_policy<state_init::given> : std::true_type {};
+
+template <class P>
+struct is_sharing_policy : std::false_type {};
+template <>
+struct is_sharing_policy<sharing::recurrent_core> : std::true_type {};
+template <>
+struct is_sharing_policy<sharing::none> : std::true_type {};
+
+template <class P>
+struct is_router_policy : std::false_type {};
+template <>
+struct is_router_policy<router::none> : std::true_type {};
+
+template <class P>
+struct is_kv_cache_policy : std::false_type {};
+template <>
+struct is_kv_cache_policy<kv_cache::per_layer_slot> : std::true_type {};
+
+template <class P>
+struct is_halting_policy : std::false_type {};
+template <>
+struct is_halting_policy<halting::fixed> : std::true_type {};
+
+template <class P>
+struct is_head_policy : std::false_type {};
+template <>
+struct is_head_policy<head::softmax> : std::true_type {};
+
+}  // namespace muninn

@@ -1,0 +1,5 @@
+// Must NOT compile: concat_linear injection without a recurrent sharing policy.
+#include "muninn/model/arch.hpp"
+using bad = muninn::arch<muninn::block::pre_norm, muninn::injection::concat_linear, muninn::state_init::zero,
+                         muninn::sharing::none>;
+bad instance;
