@@ -1,0 +1,752 @@
+"""Muninn's own PyTorch reference implementation of Huginn-0125 (recurrent-depth "Raven").
+
+Written from the project's notes (/work/shared/reference/huginn.md, cited below as "§n"),
+not copied from the upstream modelling file.  It is the oracle for the C++ golden tests and a
+small, readable model for demos and training experiments.
+
+Everything runs in float32.  Checkpoints in BF16/F16 are upcast to float32 on load, so the
+reference output of a low-precision checkpoint is the output of the fp32 model whose weights
+are the rounded values.
+
+Public API (kept stable, other scripts import it):
+
+    HuginnConfig                      dataclass, fields named like the HF config.json keys
+    Huginn(config)                    nn.Module, state_dict names == HF checkpoint names
+      .forward(input_ids, num_steps, input_states=None, init="zero", cache=None,
+               position_offset=None, return_latents=False, generator=None)
+      .embed_inputs / .initialize_state / .iterate_one_step / .predict_from_latents
+      .generate_greedy(ids, max_new_tokens, num_steps)         (uses a HuginnCache)
+      .generate_greedy_nocache(ids, max_new_tokens, num_steps) (recomputes from scratch)
+      .init_weights(seed, golden=False)
+      .save_pretrained(dir, dtype=torch.float32, shards=1, include_freqs_cis=True,
+                       duplicate_lm_head=True, omit_config_keys=())
+      Huginn.from_pretrained(dir)
+    HuginnCache                       one KV slot per executed block call (§4.1, §4.2)
+    compute_freqs_cis(head_dim, block_size, base)
+    apply_rope(x, freqs), rms_norm(x, weight, eps)
+    sample_num_steps(mean_recurrence, mean_backprop_depth, generator)   (§7.1)
+    load_safetensors_dir(dir) -> dict[name, tensor] (as stored, no upcast)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = [
+    "HuginnConfig",
+    "Huginn",
+    "HuginnCache",
+    "SandwichBlock",
+    "RMSNorm",
+    "CausalSelfAttention",
+    "GatedMLP",
+    "compute_freqs_cis",
+    "apply_rope",
+    "rms_norm",
+    "sample_num_steps",
+    "load_safetensors_dir",
+]
+
+NumSteps = Union[int, Tuple[int, int], Sequence[int]]
+
+
+# ----------------------------------------------------------------------------------------------
+# Config
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class HuginnConfig:
+    """Run-time sizes of a Huginn model; field names follow the released config.json (§1)."""
+
+    n_embd: int
+    num_attention_heads: int
+    intermediate_size: int
+    vocab_size: int
+    padded_vocab_size: int
+    n_layers_in_prelude: int
+    n_layers_in_recurrent_block: int
+    n_layers_in_coda: int
+    mean_recurrence: int
+    block_size: int
+    norm_eps: float = 1e-6
+    qk_bias: bool = True
+    bias: bool = False
+    tie_embeddings: bool = True
+    rope_base: float = 50000.0
+    injection_type: str = "linear"
+    init_scale: float = 1.0
+    mean_backprop_depth: int = 8
+
+    def __post_init__(self) -> None:
+        if self.n_embd % self.num_attention_heads != 0:
+            raise ValueError(f"n_embd {self.n_embd} not divisible by heads {self.num_attention_heads}")
+        if self.head_dim % 2 != 0:
+            raise ValueError(f"head_dim {self.head_dim} must be even for the pairwise RoPE")
+        if self.injection_type not in ("linear", "add"):
+            raise ValueError(f"injection_type {self.injection_type!r} not supported (linear|add)")
+        if self.padded_vocab_size < self.vocab_size:
+            raise ValueError("padded_vocab_size < vocab_size")
+
+    # -- derived -------------------------------------------------------------------------------
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.num_attention_heads
+
+    @property
+    def n_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def n_layers(self) -> int:
+        return self.n_layers_in_prelude + self.n_layers_in_recurrent_block + self.n_layers_in_coda
+
+    @property
+    def effective_expected_depth(self) -> int:
+        return (
+            self.n_layers_in_prelude
+            + self.n_layers_in_coda
+            + self.n_layers_in_recurrent_block * self.mean_recurrence
+        )
+
+    @property
+    def init_values(self) -> Dict[str, float]:
+        """Init stds of the "takase" strategy (§1 derived rows, §7.2)."""
+        std = math.sqrt(2.0 / (5.0 * self.n_embd))
+        return {
+            "std": std,
+            "out_proj": std / math.sqrt(2.0 * self.effective_expected_depth),
+            "embedding": std,
+            "embed_scale": math.sqrt(self.n_embd),
+        }
+
+    # -- json ----------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict) -> "HuginnConfig":
+        d = dict(d)
+        # Aliases used by the HF config class.
+        if "num_attention_heads" not in d and "n_heads" in d:
+            d["num_attention_heads"] = d["n_heads"]
+        if "n_embd" not in d and "hidden_size" in d:
+            d["n_embd"] = d["hidden_size"]
+        if "padded_vocab_size" not in d and "vocab_size" in d:
+            d["padded_vocab_size"] = d["vocab_size"]
+        kv = d.get("num_key_value_heads", d["num_attention_heads"])
+        if kv != d["num_attention_heads"]:
+            raise ValueError("Huginn has no GQA: num_key_value_heads must equal the head count")
+        if "head_dim" in d and d["head_dim"] != d["n_embd"] // d["num_attention_heads"]:
+            raise ValueError("head_dim inconsistent with n_embd / heads")
+        if d.get("block_class_name", "SandwichBlock") != "SandwichBlock":
+            raise ValueError(f"unsupported block_class_name {d['block_class_name']!r}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @classmethod
+    def from_json(cls, path: str) -> "HuginnConfig":
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        with open(path, "r", encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def to_dict(self, torch_dtype: str = "float32", omit_keys: Iterable[str] = ()) -> dict:
+        """A dict shaped like the released config.json (plus num_attention_heads for clarity)."""
+        iv = self.init_values
+        d = {
+            "activation_checkpoint_impl": "per-iteration",
+            "architecture_class_name": "RecurrentGPT",
+            "architectures": ["RavenForCausalLM"],
+            "bias": self.bias,
+            "block_class_name": "SandwichBlock",
+            "block_size": self.block_size,
+            "effective_expected_depth": self.effective_expected_depth,
+            "head_dim": self.head_dim,
+            "init_orthogonal": False,
+            "init_scale": self.init_scale,
+            "init_strategy": "takase",
+            "init_values": iv,
+            "injection_type": self.injection_type,
+            "intermediate_size": self.intermediate_size,
+            "mean_backprop_depth": self.mean_backprop_depth,
+            "mean_recurrence": self.mean_recurrence,
+            "mlp_class_name": "GatedMLP",
+            "model_type": "huginn_raven",
+            "n_embd": self.n_embd,
+            "n_heads": self.num_attention_heads,
+            "num_attention_heads": self.num_attention_heads,
+            "num_key_value_heads": self.num_attention_heads,
+            "n_layers": self.n_layers,
+            "n_layers_in_coda": self.n_layers_in_coda,
+            "n_layers_in_prelude": self.n_layers_in_prelude,
+            "n_layers_in_recurrent_block": self.n_layers_in_recurrent_block,
+            "nonlin_name": "SiLU",
+            "norm_class_name": "RMSNorm_llama",
+            "norm_eps": self.norm_eps,
+            "padded_vocab_size": self.padded_vocab_size,
+            "padding_multiple": 64,
+            "qk_bias": self.qk_bias,
+            "rope_base": self.rope_base,
+            "sampling_scheme": "poisson-lognormal-filling",
+            "state_init": "like-init",
+            "test_time_noise": 0,
+            "test_time_noise_type": "fixed",
+            "tie_embeddings": self.tie_embeddings,
+            "torch_dtype": torch_dtype,
+            "transformers_version": "4.44.2",
+            "vocab_size": self.vocab_size,
+        }
+        for k in omit_keys:
+            d.pop(k, None)
+        return d
+
+    def to_json(self, path: str, torch_dtype: str = "float32", omit_keys: Iterable[str] = ()) -> None:
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(torch_dtype, omit_keys), f, indent=2, sort_keys=True)
+            f.write("\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# Elementary functions (module level so tests can swap them for deliberately wrong variants)
+# ----------------------------------------------------------------------------------------------
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm_llama (§2.2): statistics in fp32, cast back to x.dtype, then the weight."""
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return y.to(x.dtype) * weight
+
+
+def compute_freqs_cis(head_dim: int, block_size: int, base: float) -> torch.Tensor:
+    """RoPE table [1, block_size, 1, head_dim/2, 2] (cos, sin), fp32 arithmetic as in §2.4."""
+    exps = torch.arange(0, head_dim, 2, dtype=torch.float32)[: head_dim // 2] / head_dim
+    inv_freq = 1.0 / (float(base) ** exps)
+    t = torch.arange(block_size, dtype=torch.float32)
+    freqs = torch.outer(t, inv_freq)
+    table = torch.stack([torch.cos(freqs), torch.sin(freqs)], dim=-1)
+    return table.view(1, block_size, 1, head_dim // 2, 2)
+
+
+def rope_inv_freq(head_dim: int, base: float) -> torch.Tensor:
+    exps = torch.arange(0, head_dim, 2, dtype=torch.float32)[: head_dim // 2] / head_dim
+    return 1.0 / (float(base) ** exps)
+
+
+def apply_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """Interleaved-pair rotation (§2.4). x [B,S,H,D], freqs [1,S,1,D/2,2]; computed in fp32."""
+    B, S, H, D = x.shape
+    xp = x.float().reshape(B, S, H, D // 2, 2)
+    xr, xi = xp[..., 0], xp[..., 1]
+    c, s = freqs[..., 0].float(), freqs[..., 1].float()
+    out = torch.stack([xr * c - xi * s, xi * c + xr * s], dim=-1)
+    return out.reshape(B, S, H, D).to(x.dtype)
+
+
+def causal_mask(q_len: int, kv_len: int, device=None) -> Optional[torch.Tensor]:
+    """§2.3 mask rules. None means no mask; True entries may be attended.
+
+    q_len == kv_len: standard causal. q_len < kv_len: bottom-right aligned causal (query i sits at
+    kv position kv_len - q_len + i). q_len == 1 is the same rule and needs no mask at all.
+    """
+    if q_len == 1:
+        return None
+    if q_len > kv_len:
+        raise ValueError(f"q_len {q_len} > kv_len {kv_len}")
+    qi = torch.arange(q_len, device=device).unsqueeze(1)
+    kj = torch.arange(kv_len, device=device).unsqueeze(0)
+    return kj <= qi + (kv_len - q_len)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """SDPA with the default 1/sqrt(D) scale. q,k,v [B,H,*,D]."""
+    mask = causal_mask(q.shape[2], k.shape[2], device=q.device)
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def sample_num_steps(
+    mean_recurrence: int, mean_backprop_depth: int, generator: Optional[torch.Generator] = None
+) -> Tuple[int, int]:
+    """Training depth sampler "poisson-lognormal-filling" (§7.1) -> (n_no_grad, k_grad)."""
+    t = max(mean_recurrence - mean_backprop_depth, 0)
+    s = mean_backprop_depth
+    sigma = 0.5
+    mu = math.log(t + s) - sigma**2 / 2
+    rate = torch.zeros(1).log_normal_(mean=mu, std=sigma, generator=generator)
+    p = int(torch.poisson(rate, generator=generator).item()) + 1
+    return max(p - s, 0), min(s, p)
+
+
+# ----------------------------------------------------------------------------------------------
+# KV cache
+# ----------------------------------------------------------------------------------------------
+class HuginnCache:
+    """Dynamic KV cache with one slot per executed block call (§4.1, §4.2 "full"/"skip").
+
+    Slot ids: prelude block i -> i; core layer j at recurrence step s (0-based) ->
+    n_prelude + n_core*s + j; coda block c -> -(c+1).  Each slot holds the K/V (after qk_bias and
+    RoPE) of the token positions that executed that block call.  The token counter advances only
+    on writes to slot 0 (the first prelude block runs for every token).  Writes to already present
+    positions are allowed only for coda slots (an exit check re-running the coda); the last write
+    wins.  A read returns the present positions in order; missing positions are skipped.
+    """
+
+    def __init__(self) -> None:
+        self.keys: Dict[int, torch.Tensor] = {}  # slot -> [B,H,n,D]
+        self.values: Dict[int, torch.Tensor] = {}
+        self.positions: Dict[int, List[int]] = {}
+        self.seen_tokens = 0
+
+    def update(self, k: torch.Tensor, v: torch.Tensor, slot: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        s_new = k.shape[2]
+        if slot == 0:
+            self.seen_tokens += s_new
+        new_pos = list(range(self.seen_tokens - s_new, self.seen_tokens))
+        if slot not in self.keys:
+            self.keys[slot], self.values[slot], self.positions[slot] = k, v, new_pos
+        else:
+            pos = self.positions[slot]
+            overlap = set(pos) & set(new_pos)
+            if overlap:
+                if slot >= 0:
+                    raise RuntimeError(f"KV slot {slot}: positions {sorted(overlap)} written twice")
+                keep = [i for i, p in enumerate(pos) if p not in overlap]
+                idx = torch.tensor(keep, dtype=torch.long, device=k.device)
+                self.keys[slot] = self.keys[slot].index_select(2, idx)
+                self.values[slot] = self.values[slot].index_select(2, idx)
+                pos = [pos[i] for i in keep]
+            self.keys[slot] = torch.cat([self.keys[slot], k], dim=2)
+            self.values[slot] = torch.cat([self.values[slot], v], dim=2)
+            self.positions[slot] = pos + new_pos
+            order = sorted(range(len(self.positions[slot])), key=lambda i: self.positions[slot][i])
+            if order != list(range(len(order))):
+                idx = torch.tensor(order, dtype=torch.long, device=k.device)
+                self.keys[slot] = self.keys[slot].index_select(2, idx)
+                self.values[slot] = self.values[slot].index_select(2, idx)
+                self.positions[slot] = [self.positions[slot][i] for i in order]
+        return self.keys[slot], self.values[slot]
+
+    def clear_last_k_entries(self, k: int) -> None:
+        """Forget the last k token positions in every slot (speculative / diffusion samplers)."""
+        self.seen_tokens -= k
+        for slot in list(self.keys):
+            keep = [i for i, p in enumerate(self.positions[slot]) if p < self.seen_tokens]
+            idx = torch.tensor(keep, dtype=torch.long, device=self.keys[slot].device)
+            self.keys[slot] = self.keys[slot].index_select(2, idx)
+            self.values[slot] = self.values[slot].index_select(2, idx)
+            self.positions[slot] = [self.positions[slot][i] for i in keep]
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.keys)
+
+    def slot_ids(self) -> List[int]:
+        return sorted(self.keys)
+
+
+# ----------------------------------------------------------------------------------------------
+# Modules (attribute names == HF checkpoint names)
+# ----------------------------------------------------------------------------------------------
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.eps)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: HuginnConfig) -> None:
+        super().__init__()
+        self.n_heads, self.head_dim, self.n_embd = cfg.num_attention_heads, cfg.head_dim, cfg.n_embd
+        self.Wqkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)  # rows [q; k; v]
+        if cfg.qk_bias:
+            self.qk_bias = nn.Parameter(torch.zeros(2, 1, cfg.num_attention_heads, cfg.head_dim))
+        else:
+            self.qk_bias = None
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+
+    def forward(self, x, freqs, cache: Optional[HuginnCache], slot: int) -> torch.Tensor:
+        B, S, _ = x.shape
+        q, k, v = self.Wqkv(x).split(self.n_embd, dim=-1)
+        q = q.view(B, S, self.n_heads, self.head_dim)
+        k = k.view(B, S, self.n_heads, self.head_dim)
+        v = v.view(B, S, self.n_heads, self.head_dim)
+        if self.qk_bias is not None:  # before RoPE, V untouched (§2.3)
+            q = q + self.qk_bias[0]
+            k = k + self.qk_bias[1]
+        q = apply_rope(q, freqs)
+        k = apply_rope(k, freqs)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if cache is not None:
+            k, v = cache.update(k, v, slot)
+        y = attend(q, k, v)
+        return self.proj(y.transpose(1, 2).reshape(B, S, self.n_embd))
+
+
+class GatedMLP(nn.Module):
+    def __init__(self, cfg: HuginnConfig) -> None:
+        super().__init__()
+        self.fc = nn.Linear(cfg.n_embd, 2 * cfg.intermediate_size, bias=cfg.bias)  # rows [gate; up]
+        self.proj = nn.Linear(cfg.intermediate_size, cfg.n_embd, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.fc(x).chunk(2, dim=-1)
+        return self.proj(F.silu(gate) * up)
+
+
+class SandwichBlock(nn.Module):
+    """x = n2(attn(n1(x)) + x); x = n4(mlp(n3(x)) + x)   (§2.1)."""
+
+    def __init__(self, cfg: HuginnConfig) -> None:
+        super().__init__()
+        self.norm_1 = RMSNorm(cfg.n_embd, cfg.norm_eps)
+        self.attn = CausalSelfAttention(cfg)
+        self.norm_2 = RMSNorm(cfg.n_embd, cfg.norm_eps)
+        self.mlp = GatedMLP(cfg)
+        self.norm_3 = RMSNorm(cfg.n_embd, cfg.norm_eps)
+        self.norm_4 = RMSNorm(cfg.n_embd, cfg.norm_eps)
+
+    def forward(self, x, freqs, cache: Optional[HuginnCache] = None, slot: int = 0) -> torch.Tensor:
+        x = self.norm_2(self.attn(self.norm_1(x), freqs, cache, slot) + x)
+        x = self.norm_4(self.mlp(self.norm_3(x)) + x)
+        return x
+
+
+# ----------------------------------------------------------------------------------------------
+# The model
+# ----------------------------------------------------------------------------------------------
+class Huginn(nn.Module):
+    def __init__(self, config: HuginnConfig) -> None:
+        super().__init__()
+        self.config = cfg = config
+        t = nn.ModuleDict()
+        t["wte"] = nn.Embedding(cfg.padded_vocab_size, cfg.n_embd)
+        t["prelude"] = nn.ModuleList(SandwichBlock(cfg) for _ in range(cfg.n_layers_in_prelude))
+        if cfg.injection_type == "linear":
+            t["adapter"] = nn.Linear(2 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        t["core_block"] = nn.ModuleList(SandwichBlock(cfg) for _ in range(cfg.n_layers_in_recurrent_block))
+        t["coda"] = nn.ModuleList(SandwichBlock(cfg) for _ in range(cfg.n_layers_in_coda))
+        t["ln_f"] = RMSNorm(cfg.n_embd, cfg.norm_eps)
+        self.transformer = t
+        self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.n_embd, cfg.padded_vocab_size, bias=False)
+        self.register_buffer(
+            "freqs_cis", compute_freqs_cis(cfg.head_dim, cfg.block_size, cfg.rope_base), persistent=True
+        )
+        self.emb_scale = math.sqrt(cfg.n_embd)
+        self.eval()
+
+    # -- pieces (§2.9) ---------------------------------------------------------------------------
+    def _freqs(self, position_offset: int, seq_len: int) -> torch.Tensor:
+        if position_offset < 0 or position_offset + seq_len > self.config.block_size:
+            raise ValueError(
+                f"positions [{position_offset}, {position_offset + seq_len}) outside block_size "
+                f"{self.config.block_size}"
+            )
+        return self.freqs_cis[:, position_offset : position_offset + seq_len]
+
+    def embed_inputs(self, input_ids, freqs, cache: Optional[HuginnCache] = None) -> torch.Tensor:
+        """wte * sqrt(h) -> prelude blocks (cache slots 0..n_prelude-1)."""
+        e = self.transformer["wte"](input_ids) * self.emb_scale
+        for i, block in enumerate(self.transformer["prelude"]):
+            e = block(e, freqs, cache, i)
+        return e
+
+    def initialize_state(
+        self, e: torch.Tensor, init: str = "zero", generator: Optional[torch.Generator] = None
+    ) -> torch.Tensor:
+        """Initial recurrent state: "zero", or "random"/"like-init" = trunc-normal (§2.6)."""
+        if init == "zero":
+            return torch.zeros_like(e)
+        if init in ("random", "like-init"):
+            h = self.config.n_embd
+            std = math.sqrt(2.0 / (5.0 * h)) * self.config.init_scale
+            if std <= 0:
+                return torch.zeros_like(e)
+            x = torch.empty_like(e)
+            with torch.no_grad():
+                nn.init.trunc_normal_(x, 0.0, std, -3.0 * std, 3.0 * std, generator=generator)
+            return x * math.sqrt(h)
+        raise ValueError(f"unknown init {init!r} (zero|random)")
+
+    def iterate_one_step(
+        self, e, x, freqs, step: int, cache: Optional[HuginnCache] = None
+    ) -> torch.Tensor:
+        """One recurrence: inject e into state x, then the core blocks (slots P + C*step + j)."""
+        cfg = self.config
+        if cfg.injection_type == "linear":
+            x = self.transformer["adapter"](torch.cat([x, e], dim=-1))  # state first (§2.7)
+        else:
+            x = x + e
+        base = cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * step
+        for j, block in enumerate(self.transformer["core_block"]):
+            x = block(x, freqs, cache, base + j)
+        return x
+
+    def predict_from_latents(self, x, freqs, cache: Optional[HuginnCache] = None) -> torch.Tensor:
+        """ln_f -> coda (slots -1, -2, ...) -> ln_f -> head, from the raw state; fp32 logits."""
+        x = self.transformer["ln_f"](x)
+        for c, block in enumerate(self.transformer["coda"]):
+            x = block(x, freqs, cache, -(c + 1))
+        x = self.transformer["ln_f"](x)  # the same ln_f again (§2)
+        w = self.transformer["wte"].weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(x, w).float()
+
+    # -- forward ---------------------------------------------------------------------------------
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        num_steps: NumSteps,
+        input_states: Optional[torch.Tensor] = None,
+        init: str = "zero",
+        cache: Optional[HuginnCache] = None,
+        position_offset: Optional[int] = None,
+        return_latents: bool = False,
+        generator: Optional[torch.Generator] = None,
+    ):
+        """Logits [B,S,V] float32 (and, if asked, the list of raw states after each step).
+
+        num_steps: an int (all steps in the ambient grad mode), or (n_no_grad, n_grad): the first
+            n_no_grad steps under torch.no_grad, then n_grad steps with grad (truncated backprop).
+        position_offset: first position of input_ids; None means cache.seen_tokens (or 0).
+        """
+        if input_ids.dim() != 2:
+            raise ValueError("input_ids must be [B, S]")
+        if isinstance(num_steps, int):
+            # Unlike M (where a scalar means "all steps under no_grad"), a scalar follows the
+            # ambient grad mode, so a trainer gets gradients through every step. Values are equal.
+            n_nograd, n_grad = 0, num_steps
+        else:
+            n_nograd, n_grad = int(num_steps[0]), int(num_steps[1])
+        if position_offset is None:
+            position_offset = cache.seen_tokens if cache is not None else 0
+        S = input_ids.shape[1]
+        freqs = self._freqs(position_offset, S)
+
+        e = self.embed_inputs(input_ids, freqs, cache)
+        if input_states is not None:
+            if input_states.shape != e.shape:
+                raise ValueError(f"input_states shape {tuple(input_states.shape)} != {tuple(e.shape)}")
+            x = input_states.to(e.dtype)
+        else:
+            x = self.initialize_state(e, init, generator)
+
+        latents: List[torch.Tensor] = []
+        if n_nograd > 0:
+            with torch.no_grad():
+                for s in range(n_nograd):
+                    x = self.iterate_one_step(e, x, freqs, s, cache)
+                    if return_latents:
+                        latents.append(x)
+        for s in range(n_nograd, n_nograd + n_grad):
+            x = self.iterate_one_step(e, x, freqs, s, cache)
+            if return_latents:
+                latents.append(x)
+
+        logits = self.predict_from_latents(x, freqs, cache)
+        return (logits, latents) if return_latents else logits
+
+    # -- generation ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def generate_greedy(self, ids: torch.Tensor, max_new_tokens: int, num_steps: int) -> torch.Tensor:
+        """Greedy decode with a HuginnCache and zero initial states; returns new ids [B, n]."""
+        ids = ids if ids.dim() == 2 else ids.unsqueeze(0)
+        cache = HuginnCache()
+        logits = self.forward(ids, num_steps, cache=cache)
+        out = []
+        nxt = logits[:, -1].argmax(-1)
+        out.append(nxt)
+        for _ in range(max_new_tokens - 1):
+            logits = self.forward(nxt.unsqueeze(1), num_steps, cache=cache)
+            nxt = logits[:, -1].argmax(-1)
+            out.append(nxt)
+        return torch.stack(out, dim=1)
+
+    @torch.no_grad()
+    def generate_greedy_nocache(self, ids: torch.Tensor, max_new_tokens: int, num_steps: int) -> torch.Tensor:
+        """Greedy decode recomputing the whole sequence every step; returns new ids [B, n]."""
+        seq = ids if ids.dim() == 2 else ids.unsqueeze(0)
+        out = []
+        for _ in range(max_new_tokens):
+            nxt = self.forward(seq, num_steps)[:, -1].argmax(-1)
+            out.append(nxt)
+            seq = torch.cat([seq, nxt.unsqueeze(1)], dim=1)
+        return torch.stack(out, dim=1)
+
+    # -- init ------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def init_weights(self, seed: int, golden: bool = False) -> None:
+        """"takase" init (§7.2): trunc-normal at +-3 sigma; out projections scaled; norms 1; qk_bias 0.
+
+        Both halves of mlp.fc use sigma, as the training code does (the HF _init_weights uses the
+        out_proj std for the up half; irrelevant for inference).  golden=True additionally draws
+        norm weights 1 + 0.1*randn and qk_bias 0.1*randn (and bias vectors, if any) so that bugs
+        in those paths change the outputs of the golden fixtures.
+        """
+        g = torch.Generator().manual_seed(seed)
+        iv = self.config.init_values
+        std, out_std = iv["std"], iv["out_proj"]
+
+        def tn(t: torch.Tensor, s: float) -> None:
+            nn.init.trunc_normal_(t, 0.0, s, -3.0 * s, 3.0 * s, generator=g)
+
+        tn(self.transformer["wte"].weight, iv["embedding"])
+        if self.lm_head is not None:
+            tn(self.lm_head.weight, std)
+        if "adapter" in self.transformer:
+            tn(self.transformer["adapter"].weight, std)
+        blocks = list(self.transformer["prelude"]) + list(self.transformer["core_block"]) + list(
+            self.transformer["coda"]
+        )
+        for b in blocks:
+            tn(b.attn.Wqkv.weight, std)
+            tn(b.attn.proj.weight, out_std)
+            tn(b.mlp.fc.weight, std)
+            tn(b.mlp.proj.weight, out_std)
+        norms = [m for m in self.modules() if isinstance(m, RMSNorm)]
+        for n in norms:
+            if golden:
+                n.weight.copy_(1.0 + 0.1 * torch.randn(n.weight.shape, generator=g))
+            else:
+                n.weight.fill_(1.0)
+        for b in blocks:
+            if b.attn.qk_bias is not None:
+                if golden:
+                    b.attn.qk_bias.copy_(0.1 * torch.randn(b.attn.qk_bias.shape, generator=g))
+                else:
+                    b.attn.qk_bias.zero_()
+        for m in self.modules():
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                if golden:
+                    m.bias.copy_(0.02 * torch.randn(m.bias.shape, generator=g))
+                else:
+                    m.bias.zero_()
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def hf_state_dict(self, include_freqs_cis: bool = True, duplicate_lm_head: bool = True) -> Dict[str, torch.Tensor]:
+        """Tensors under their HF names, in module order (fp32, detached, contiguous copies)."""
+        sd: Dict[str, torch.Tensor] = {}
+        for name, p in self.named_parameters():
+            sd[name] = p.detach().clone().contiguous()
+        if self.lm_head is None and duplicate_lm_head:
+            sd["lm_head.weight"] = self.transformer["wte"].weight.detach().clone().contiguous()
+        if include_freqs_cis:
+            sd["freqs_cis"] = self.freqs_cis.detach().clone().contiguous()
+        return sd
+
+    def save_pretrained(
+        self,
+        out_dir: str,
+        dtype: torch.dtype = torch.float32,
+        shards: int = 1,
+        include_freqs_cis: bool = True,
+        duplicate_lm_head: bool = True,
+        omit_config_keys: Iterable[str] = (),
+    ) -> List[str]:
+        """Write config.json and safetensors file(s). freqs_cis always stays float32.
+
+        shards == 1: model.safetensors; shards > 1: model-0000k-of-0000n.safetensors plus
+        model.safetensors.index.json {"metadata": {"total_size"}, "weight_map"}.
+        Returns the list of written file names.
+        """
+        from safetensors.torch import save_file
+
+        os.makedirs(out_dir, exist_ok=True)
+        dtype_name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
+        self.config.to_json(os.path.join(out_dir, "config.json"), dtype_name, omit_config_keys)
+        sd = self.hf_state_dict(include_freqs_cis, duplicate_lm_head)
+        tensors = {k: (v if k == "freqs_cis" else v.to(dtype)).contiguous() for k, v in sd.items()}
+        names = list(tensors)
+        written = ["config.json"]
+        meta = {"format": "pt"}
+        if shards <= 1:
+            save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata=meta)
+            return written + ["model.safetensors"]
+        nbytes = {k: t.numel() * t.element_size() for k, t in tensors.items()}
+        total = sum(nbytes.values())
+        # Contiguous split by bytes in module order; every shard gets at least one tensor.
+        groups: List[List[str]] = [[]]
+        acc = 0
+        for idx, k in enumerate(names):
+            left = len(names) - idx
+            need = shards - len(groups)
+            if groups[-1] and need > 0 and (acc >= total * len(groups) / shards or left <= need):
+                groups.append([])
+            groups[-1].append(k)
+            acc += nbytes[k]
+        if len(groups) != shards or any(not g for g in groups):
+            raise RuntimeError(f"could not split {len(names)} tensors into {shards} shards")
+        weight_map = {}
+        for i, g in enumerate(groups):
+            fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+            save_file({k: tensors[k] for k in g}, os.path.join(out_dir, fname), metadata=meta)
+            written.append(fname)
+            for k in g:
+                weight_map[k] = fname
+        index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        with open(os.path.join(out_dir, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
+            json.dump(index, f, indent=2)
+            f.write("\n")
+        return written + ["model.safetensors.index.json"]
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str) -> "Huginn":
+        """Load config.json + safetensors (single or sharded); all tensors upcast to float32.
+
+        A stored freqs_cis is used as is (bit-exactness, §2.4); otherwise the table is computed in
+        fp32.  A stored duplicate lm_head.weight is ignored when embeddings are tied.
+        """
+        cfg = HuginnConfig.from_json(os.path.join(model_dir, "config.json"))
+        model = cls(cfg)
+        stored = load_safetensors_dir(model_dir)
+        own = dict(model.named_parameters())
+        missing = [k for k in own if k not in stored]
+        if missing:
+            raise KeyError(f"{model_dir}: missing tensors {missing}")
+        for k, t in stored.items():
+            if k == "freqs_cis":
+                if tuple(t.shape) != tuple(model.freqs_cis.shape):
+                    raise ValueError(f"freqs_cis shape {tuple(t.shape)} != {tuple(model.freqs_cis.shape)}")
+                model.freqs_cis.copy_(t.float())
+            elif k == "lm_head.weight" and cfg.tie_embeddings:
+                continue
+            elif k in own:
+                if tuple(t.shape) != tuple(own[k].shape):
+                    raise ValueError(f"{k}: shape {tuple(t.shape)} != {tuple(own[k].shape)}")
+                with torch.no_grad():
+                    own[k].copy_(t.float())
+            else:
+                raise KeyError(f"{model_dir}: unexpected tensor {k}")
+        model.eval()
+        return model
+
+
+def load_safetensors_dir(model_dir: str) -> Dict[str, torch.Tensor]:
+    """All tensors of model.safetensors or of the shards named by model.safetensors.index.json."""
+    from safetensors.torch import load_file
+
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index, "r", encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+        out: Dict[str, torch.Tensor] = {}
+        for fname in sorted(set(weight_map.values())):
+            part = load_file(os.path.join(model_dir, fname))
+            for k, v in part.items():
+                if weight_map.get(k) != fname:
+                    raise KeyError(f"{fname}: tensor {k} not mapped to this shard in the index")
+                out[k] = v
+        absent = [k for k in weight_map if k not in out]
+        if absent:
+            raise KeyError(f"index names tensors not found in shards: {absent}")
+        return out
+    return load_file(os.path.join(model_dir, "model.safetensors"))
