@@ -1,0 +1,175 @@
+#pragma once
+/// \file
+/// \brief Reads a Hugging Face config.json into muninn::model_config.
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+
+#include "muninn/core/config.hpp"
+#include "muninn/core/error.hpp"
+#include "muninn/io/json.hpp"
+
+namespace muninn::io {
+
+namespace detail {
+
+// Looks fields up under their accepted spellings and reports problems with the file and field named.
+class config_fields {
+ public:
+  config_fields(const json& root, const std::string& path) : root_(root), path_(path) {}
+
+  // The value under the first present name (null counts as absent); both spellings present with
+  // different values is an error, since either choice would silently drop one.
+  const json* find(std::initializer_list<const char*> names, const char*& used) const {
+    const json* found = nullptr;
+    used = *names.begin();
+    for (const char* n : names) {
+      const json* v = root_.find(n);
+      if (!v || v->is_null()) continue;
+      if (!found) {
+        found = v;
+        used = n;
+      } else if (!same_scalar(*found, *v)) {
+        fail(path_, ": fields '", used, "' and '", n, "' are aliases but disagree");
+      }
+    }
+    return found;
+  }
+
+  std::int64_t integer(std::initializer_list<const char*> names, std::int64_t min_value) const {
+    const char* used = nullptr;
+    const json* v = find(names, used);
+    if (!v) fail(path_, ": missing required field '", spelled(names), "'");
+    return check_int(*v, used, min_value);
+  }
+  std::int64_t integer(std::initializer_list<const char*> names, std::int64_t min_value, std::int64_t fallback) const {
+    const char* used = nullptr;
+    const json* v = find(names, used);
+    return v ? check_int(*v, used, min_value) : fallback;
+  }
+  double number(std::initializer_list<const char*> names, double fallback, bool positive) const {
+    const char* used = nullptr;
+    const json* v = find(names, used);
+    if (!v) return fallback;
+    if (!v->is_number()) fail(path_, ": field '", used, "' must be a number, found ", v->type_name());
+    const double d = v->as_double();
+    if (positive ? !(d > 0) : !(d >= 0))
+      fail(path_, ": field '", used, "' must be ", positive ? "positive" : "non-negative", ", found ", d);
+    return d;
+  }
+  bool boolean(std::initializer_list<const char*> names, bool fallback) const {
+    const char* used = nullptr;
+    const json* v = find(names, used);
+    if (!v) return fallback;
+    if (!v->is_bool()) fail(path_, ": field '", used, "' must be true or false, found ", v->type_name());
+    return v->as_bool();
+  }
+  std::string string(std::initializer_list<const char*> names, const std::string& fallback) const {
+    const char* used = nullptr;
+    const json* v = find(names, used);
+    if (!v) return fallback;
+    if (!v->is_string()) fail(path_, ": field '", used, "' must be a string, found ", v->type_name());
+    return v->as_string();
+  }
+
+ private:
+  static bool same_scalar(const json& a, const json& b) {
+    if (a.type() != b.type()) return false;
+    if (a.is_number()) return a.as_double() == b.as_double();
+    if (a.is_bool()) return a.as_bool() == b.as_bool();
+    if (a.is_string()) return a.as_string() == b.as_string();
+    return a.is_null();
+  }
+  static std::string spelled(std::initializer_list<const char*> names) {
+    std::string s;
+    for (const char* n : names) s += (s.empty() ? "" : "' (or '") + std::string(n);
+    return names.size() > 1 ? s + "')" : s;
+  }
+  std::int64_t check_int(const json& v, const char* name, std::int64_t min_value) const {
+    if (!v.is_int())
+      fail(path_, ": field '", name, "' must be an integer, found ", v.is_number() ? "a non-integral number" : v.type_name());
+    const std::int64_t i = v.as_int();
+    if (i < min_value) fail(path_, ": field '", name, "' must be at least ", min_value, ", found ", i);
+    return i;
+  }
+
+  const json& root_;
+  const std::string& path_;
+};
+
+}  // namespace detail
+
+/// \brief Fills a model_config from a parsed config.json object.
+/// \param root the parsed document
+/// \param path named in error messages (stored in model_config::source)
+/// \throws muninn::error naming the file and field for a missing required field or an invalid value
+inline model_config model_config_from_json(const json& root, const std::string& path) {
+  if (!root.is_object()) fail(path, ": config must be a JSON object, found ", root.type_name());
+  const detail::config_fields f(root, path);
+  model_config c;
+  c.source = path;
+  c.model_type = f.string({"model_type"}, c.model_type);
+  c.n_embd = f.integer({"n_embd", "hidden_size"}, 1);
+  c.n_heads = f.integer({"num_attention_heads", "n_heads"}, 1);
+  c.n_kv_heads = f.integer({"num_key_value_heads"}, 1, c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    fail(path, ": num_attention_heads = ", c.n_heads, " is not a multiple of num_key_value_heads = ", c.n_kv_heads);
+  c.head_dim = f.integer({"head_dim"}, 1, 0);
+  if (c.head_dim == 0) {
+    if (c.n_embd % c.n_heads != 0)
+      fail(path, ": n_embd = ", c.n_embd, " is not divisible by num_attention_heads = ", c.n_heads,
+           " (give head_dim explicitly if that is intended)");
+    c.head_dim = c.n_embd / c.n_heads;
+  }
+  c.intermediate_size = f.integer({"intermediate_size"}, 1);
+  c.vocab_size = f.integer({"vocab_size"}, 1);
+  const std::int64_t padded = f.integer({"padded_vocab_size"}, 1, c.vocab_size);
+  if (padded < c.vocab_size)
+    fail(path, ": padded_vocab_size = ", padded, " is smaller than vocab_size = ", c.vocab_size);
+  c.vocab_size = padded;  // the embedding and head have the padded row count
+  c.n_layers_in_prelude = f.integer({"n_layers_in_prelude"}, 0);
+  c.n_layers_in_recurrent_block = f.integer({"n_layers_in_recurrent_block"}, 1);
+  c.n_layers_in_coda = f.integer({"n_layers_in_coda"}, 0);
+  const std::int64_t n_layers = f.integer({"n_layers", "num_hidden_layers"}, 0, c.n_unique_layers());
+  if (n_layers != c.n_unique_layers())
+    fail(path, ": n_layers = ", n_layers, " but n_layers_in_prelude + n_layers_in_recurrent_block + n_layers_in_coda = ",
+         c.n_unique_layers());
+  c.mean_recurrence = f.integer({"mean_recurrence"}, 1);
+  c.block_size = f.integer({"block_size", "max_position_embeddings"}, 1);
+  c.norm_eps = float(f.number({"norm_eps", "rms_norm_eps"}, c.norm_eps, true));
+  c.rope_base = float(f.number({"rope_base", "rope_theta"}, c.rope_base, true));
+  c.qk_bias = f.boolean({"qk_bias"}, c.qk_bias);
+  c.bias = f.boolean({"bias"}, c.bias);
+  c.tie_embeddings = f.boolean({"tie_embeddings", "tie_word_embeddings"}, c.tie_embeddings);
+  c.injection_type = f.string({"injection_type"}, c.injection_type);
+  if (c.injection_type != "linear" && c.injection_type != "add")
+    fail(path, ": field 'injection_type' is \"", c.injection_type, "\"; supported: \"linear\", \"add\"");
+  // Muninn extension: absent in Huginn checkpoints, whose blocks are all sandwich blocks.
+  c.block_type = f.string({"block_type"}, c.block_type);
+  if (c.block_type != "sandwich" && c.block_type != "pre_norm")
+    fail(path, ": field 'block_type' is \"", c.block_type, "\"; supported: \"sandwich\", \"pre_norm\"");
+  c.init_scale = float(f.number({"init_scale"}, c.init_scale, false));
+  if (const json* iv = root.find("init_values"); iv && !iv->is_null()) {
+    if (!iv->is_object()) fail(path, ": field 'init_values' must be an object, found ", iv->type_name());
+    if (const json* s = iv->find("std"); s && !s->is_null()) {
+      if (!s->is_number() || !(s->as_double() >= 0))
+        fail(path, ": field 'init_values.std' must be a non-negative number");
+      c.init_std = float(s->as_double());
+    }
+  }
+  return c;
+}
+
+/// \brief Reads config.json.
+/// \param path_or_dir the file, or a checkpoint directory holding config.json
+/// \throws muninn::error naming the file and field on any problem (see model_config_from_json)
+inline model_config read_model_config(const std::string& path_or_dir) {
+  std::string path = path_or_dir;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path_or_dir, ec)) path = (std::filesystem::path(path_or_dir) / "config.json").string();
+  return model_config_from_json(read_json_file(path), path);
+}
+
+}  // namespace muninn::io

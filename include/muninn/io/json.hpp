@@ -1,0 +1,512 @@
+#pragma once
+/// \file
+/// \brief A small, strict JSON reader for config.json, safetensors headers and index files.
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "muninn/core/error.hpp"
+
+namespace muninn::io {
+
+/// \brief One JSON value: null, boolean, number, string, array or object.
+///
+/// Objects keep their keys in file order (duplicate keys are a parse error). Numbers keep the
+/// double and, when the value is integral and fits, the exact int64: sizes in config files and
+/// byte offsets in safetensors headers exceed 2^53 in principle, so they must not go through double.
+class json {
+ public:
+  /// \brief The six JSON value kinds.
+  enum class kind { null, boolean, number, string, array, object };
+  /// \brief Array storage.
+  using array_t = std::vector<json>;
+  /// \brief Object storage: (key, value) pairs in file order.
+  using object_t = std::vector<std::pair<std::string, json>>;
+
+  /// \brief A null value.
+  json() = default;
+  /// \brief A boolean value.
+  static json make_bool(bool b) {
+    json j;
+    j.kind_ = kind::boolean;
+    j.bool_ = b;
+    return j;
+  }
+  /// \brief A number; `exact` holds the integer value when the number is integral and fits int64.
+  static json make_number(double d, bool is_int, std::int64_t exact) {
+    json j;
+    j.kind_ = kind::number;
+    j.num_ = d;
+    j.is_int_ = is_int;
+    j.int_ = exact;
+    return j;
+  }
+  /// \brief A string value (UTF-8).
+  static json make_string(std::string s) {
+    json j;
+    j.kind_ = kind::string;
+    j.str_ = std::move(s);
+    return j;
+  }
+  /// \brief An array value.
+  static json make_array(array_t a) {
+    json j;
+    j.kind_ = kind::array;
+    j.arr_ = std::move(a);
+    return j;
+  }
+  /// \brief An object value; the caller guarantees unique keys.
+  static json make_object(object_t o) {
+    json j;
+    j.kind_ = kind::object;
+    j.obj_ = std::move(o);
+    return j;
+  }
+
+  /// \brief The kind of this value.
+  kind type() const { return kind_; }
+  /// \brief "null", "boolean", "number", "string", "array" or "object", for error messages.
+  const char* type_name() const {
+    switch (kind_) {
+      case kind::null: return "null";
+      case kind::boolean: return "boolean";
+      case kind::number: return "number";
+      case kind::string: return "string";
+      case kind::array: return "array";
+      case kind::object: return "object";
+    }
+    return "?";
+  }
+  /// \brief True for null.
+  bool is_null() const { return kind_ == kind::null; }
+  /// \brief True for true/false.
+  bool is_bool() const { return kind_ == kind::boolean; }
+  /// \brief True for any number.
+  bool is_number() const { return kind_ == kind::number; }
+  /// \brief True for a number that is integral and fits int64.
+  bool is_int() const { return kind_ == kind::number && is_int_; }
+  /// \brief True for a string.
+  bool is_string() const { return kind_ == kind::string; }
+  /// \brief True for an array.
+  bool is_array() const { return kind_ == kind::array; }
+  /// \brief True for an object.
+  bool is_object() const { return kind_ == kind::object; }
+
+  /// \brief The boolean; throws unless is_bool().
+  bool as_bool() const {
+    expect(kind::boolean, "a boolean");
+    return bool_;
+  }
+  /// \brief The exact integer; throws unless is_int() (so 1.5 and 1e30 are rejected).
+  std::int64_t as_int() const {
+    expect(kind::number, "an integer");
+    MUNINN_CHECK(is_int_, "expected an integer but found the number ", num_);
+    return int_;
+  }
+  /// \brief The number as double; throws unless is_number().
+  double as_double() const {
+    expect(kind::number, "a number");
+    return num_;
+  }
+  /// \brief The string; throws unless is_string().
+  const std::string& as_string() const {
+    expect(kind::string, "a string");
+    return str_;
+  }
+  /// \brief The elements; throws unless is_array().
+  const array_t& as_array() const {
+    expect(kind::array, "an array");
+    return arr_;
+  }
+  /// \brief The (key, value) pairs in file order; throws unless is_object().
+  const object_t& as_object() const {
+    expect(kind::object, "an object");
+    return obj_;
+  }
+
+  /// \brief Number of elements (array) or members (object); 0 for scalars.
+  std::size_t size() const {
+    return kind_ == kind::array ? arr_.size() : kind_ == kind::object ? obj_.size() : 0;
+  }
+  /// \brief Array element `i`; throws when out of range or not an array.
+  const json& operator[](std::size_t i) const {
+    const array_t& a = as_array();
+    MUNINN_CHECK(i < a.size(), "array index ", i, " out of range (size ", a.size(), ")");
+    return a[i];
+  }
+  /// \brief The member named `key`, or nullptr when absent; throws unless is_object().
+  const json* find(std::string_view key) const {
+    for (const auto& kv : as_object())
+      if (kv.first == key) return &kv.second;
+    return nullptr;
+  }
+  /// \brief True when the object has a member named `key`.
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+  /// \brief The member named `key`; throws when absent.
+  const json& at(std::string_view key) const {
+    const json* v = find(key);
+    MUNINN_CHECK(v, "missing key '", key, "'");
+    return *v;
+  }
+
+ private:
+  void expect(kind k, const char* what) const {
+    MUNINN_CHECK(kind_ == k, "expected ", what, " but found ", type_name());
+  }
+
+  kind kind_ = kind::null;
+  bool bool_ = false;
+  bool is_int_ = false;
+  std::int64_t int_ = 0;
+  double num_ = 0.0;
+  std::string str_;
+  array_t arr_;
+  object_t obj_;
+};
+
+/// \brief Appends `s` to `out` as a quoted JSON string (escaping quotes, backslashes, controls).
+inline void append_json_string(std::string& out, std::string_view s) {
+  static const char hex[] = "0123456789abcdef";
+  out += '"';
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (u < 0x20) {
+          out += "\\u00";
+          out += hex[u >> 4];
+          out += hex[u & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+namespace detail {
+
+/// Recursive-descent parser over a string_view; errors carry source:line:column.
+class json_parser {
+ public:
+  json_parser(std::string_view text, const std::string& source) : s_(text), src_(source) {}
+
+  json parse_document() {
+    // A UTF-8 byte order mark is not JSON, but editors write one; accepting it costs nothing.
+    if (s_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+    skip_ws();
+    if (pos_ >= s_.size()) error_at(pos_, "empty document");
+    json v = parse_value(0);
+    skip_ws();
+    if (pos_ != s_.size()) error_at(pos_, "unexpected trailing characters after the JSON value");
+    return v;
+  }
+
+ private:
+  // Guards the recursion against hostile inputs like "[[[[...".
+  static constexpr int max_depth = 256;
+
+  [[noreturn]] void error_at(std::size_t at, const std::string& msg) const {
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < at && i < s_.size(); ++i) {
+      if (s_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    fail(src_, ":", line, ":", col, ": JSON parse error: ", msg);
+  }
+
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+  }
+
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+
+  void expect_literal(std::string_view lit) {
+    if (s_.substr(pos_, lit.size()) != lit) error_at(pos_, "invalid literal (expected a value)");
+    pos_ += lit.size();
+  }
+
+  json parse_value(int depth) {
+    if (depth > max_depth) error_at(pos_, "nesting deeper than 256 levels");
+    if (pos_ >= s_.size()) error_at(pos_, "unexpected end of input, expected a value");
+    switch (s_[pos_]) {
+      case '{': return parse_object(depth);
+      case '[': return parse_array(depth);
+      case '"': return json::make_string(parse_string());
+      case 't': expect_literal("true"); return json::make_bool(true);
+      case 'f': expect_literal("false"); return json::make_bool(false);
+      case 'n': expect_literal("null"); return json();
+      default:
+        if (s_[pos_] == '-' || (s_[pos_] >= '0' && s_[pos_] <= '9')) return parse_number();
+        error_at(pos_, std::string("unexpected character '") + s_[pos_] + "', expected a value");
+    }
+  }
+
+  json parse_object(int depth) {
+    ++pos_;  // '{'
+    json::object_t members;
+    skip_ws();
+    if (peek() == '}') {
+      ++pos_;
+      return json::make_object(std::move(members));
+    }
+    std::vector<std::pair<std::string_view, std::size_t>> keys;  // (key, where) for duplicate detection
+    for (;;) {
+      skip_ws();
+      if (peek() != '"') error_at(pos_, "expected a string key in object");
+      const std::size_t key_pos = pos_;
+      std::string key = parse_string();
+      skip_ws();
+      if (peek() != ':') error_at(pos_, "expected ':' after object key");
+      ++pos_;
+      skip_ws();
+      json value = parse_value(depth + 1);
+      members.emplace_back(std::move(key), std::move(value));
+      keys.emplace_back(std::string_view(), key_pos);
+      skip_ws();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() == '}') {
+        ++pos_;
+        break;
+      }
+      error_at(pos_, "expected ',' or '}' in object");
+    }
+    // Sorting views makes duplicate detection O(n log n) for headers with thousands of tensors.
+    for (std::size_t i = 0; i < members.size(); ++i) keys[i].first = members[i].first;
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      if (keys[i].first == keys[i - 1].first)
+        error_at(std::max(keys[i].second, keys[i - 1].second),
+                 "duplicate key \"" + std::string(keys[i].first) + "\" in object");
+    return json::make_object(std::move(members));
+  }
+
+  json parse_array(int depth) {
+    ++pos_;  // '['
+    json::array_t items;
+    skip_ws();
+    if (peek() == ']') {
+      ++pos_;
+      return json::make_array(std::move(items));
+    }
+    for (;;) {
+      skip_ws();
+      items.push_back(parse_value(depth + 1));
+      skip_ws();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() == ']') {
+        ++pos_;
+        break;
+      }
+      error_at(pos_, "expected ',' or ']' in array");
+    }
+    return json::make_array(std::move(items));
+  }
+
+  unsigned parse_hex4() {
+    if (pos_ + 4 > s_.size()) error_at(pos_, "truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = s_[pos_ + i];
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= unsigned(c - '0');
+      else if (c >= 'a' && c <= 'f') v |= unsigned(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') v |= unsigned(c - 'A' + 10);
+      else error_at(pos_ + i, "invalid hex digit in \\u escape");
+    }
+    pos_ += 4;
+    return v;
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += char(cp);
+    } else if (cp < 0x800) {
+      out += char(0xC0 | (cp >> 6));
+      out += char(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += char(0xE0 | (cp >> 12));
+      out += char(0x80 | ((cp >> 6) & 0x3F));
+      out += char(0x80 | (cp & 0x3F));
+    } else {
+      out += char(0xF0 | (cp >> 18));
+      out += char(0x80 | ((cp >> 12) & 0x3F));
+      out += char(0x80 | ((cp >> 6) & 0x3F));
+      out += char(0x80 | (cp & 0x3F));
+    }
+  }
+
+  // Length of the valid UTF-8 sequence starting at pos_, or 0 (overlongs and surrogates rejected).
+  std::size_t utf8_sequence_length() const {
+    const auto b = [&](std::size_t i) { return pos_ + i < s_.size() ? static_cast<unsigned char>(s_[pos_ + i]) : 0u; };
+    const unsigned c0 = b(0);
+    const auto cont = [&](std::size_t i) { return (b(i) & 0xC0u) == 0x80u; };
+    if (c0 >= 0xC2 && c0 <= 0xDF) return cont(1) ? 2 : 0;
+    if (c0 >= 0xE0 && c0 <= 0xEF) {
+      if (!cont(1) || !cont(2)) return 0;
+      if (c0 == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+      if (c0 == 0xED && b(1) >= 0xA0) return 0;  // UTF-16 surrogate
+      return 3;
+    }
+    if (c0 >= 0xF0 && c0 <= 0xF4) {
+      if (!cont(1) || !cont(2) || !cont(3)) return 0;
+      if (c0 == 0xF0 && b(1) < 0x90) return 0;   // overlong
+      if (c0 == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
+      return 4;
+    }
+    return 0;
+  }
+
+  std::string parse_string() {
+    ++pos_;  // opening quote
+    std::string out;
+    for (;;) {
+      if (pos_ >= s_.size()) error_at(pos_, "unterminated string");
+      const char c = s_[pos_];
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"') {
+        ++pos_;
+        return out;
+      }
+      if (u < 0x20) error_at(pos_, "control character in string (must be escaped)");
+      if (u >= 0x80) {
+        const std::size_t n = utf8_sequence_length();
+        if (n == 0) error_at(pos_, "invalid UTF-8 in string");
+        out.append(s_.data() + pos_, n);
+        pos_ += n;
+        continue;
+      }
+      if (c != '\\') {
+        out += c;
+        ++pos_;
+        continue;
+      }
+      const std::size_t esc_pos = pos_;
+      ++pos_;
+      if (pos_ >= s_.size()) error_at(pos_, "unterminated escape in string");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = parse_hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) error_at(esc_pos, "lone low surrogate in \\u escape");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (s_.substr(pos_, 2) != "\\u") error_at(esc_pos, "high surrogate not followed by a low surrogate");
+            pos_ += 2;
+            const unsigned lo = parse_hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) error_at(esc_pos, "high surrogate not followed by a low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default: error_at(esc_pos, std::string("invalid escape '\\") + e + "' in string");
+      }
+    }
+  }
+
+  json parse_number() {
+    const std::size_t start = pos_;
+    bool integral = true;
+    if (peek() == '-') ++pos_;
+    const auto digit = [&] { return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9'; };
+    if (!digit()) error_at(pos_, "expected a digit");
+    if (s_[pos_] == '0') {
+      ++pos_;
+      if (digit()) error_at(pos_, "leading zeros are not allowed in numbers");
+    } else {
+      while (digit()) ++pos_;
+    }
+    if (peek() == '.') {
+      integral = false;
+      ++pos_;
+      if (!digit()) error_at(pos_, "expected a digit after the decimal point");
+      while (digit()) ++pos_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      integral = false;
+      ++pos_;
+      if (peek() == '+' || peek() == '-') ++pos_;
+      if (!digit()) error_at(pos_, "expected a digit in the exponent");
+      while (digit()) ++pos_;
+    }
+    const char* first = s_.data() + start;
+    const char* last = s_.data() + pos_;
+    // from_chars does not accept a leading '+', which the grammar above already excludes;
+    // unlike strtod it ignores the C locale's decimal separator.
+    double d = 0.0;
+    const auto rd = std::from_chars(first, last, d);
+    if (rd.ec == std::errc::result_out_of_range) error_at(start, "number out of the range of double");
+    if (rd.ec != std::errc() || rd.ptr != last) error_at(start, "malformed number");
+    if (integral) {
+      std::int64_t i = 0;
+      const auto ri = std::from_chars(first, last, i);
+      if (ri.ec == std::errc() && ri.ptr == last) return json::make_number(d, true, i);
+    }
+    // 1e3 or 5280.0 are integral too; accept them as integers while the double is exact.
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) <= 9007199254740992.0)
+      return json::make_number(d, true, static_cast<std::int64_t>(d));
+    return json::make_number(d, false, 0);
+  }
+
+  std::string_view s_;
+  const std::string& src_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace detail
+
+/// \brief Parses a complete JSON document.
+/// \param text the document (UTF-8)
+/// \param source_name named in error messages, usually the file path
+/// \throws muninn::error "<source>:<line>:<column>: JSON parse error: ..." on malformed input
+inline json parse_json(std::string_view text, const std::string& source_name) {
+  return detail::json_parser(text, source_name).parse_document();
+}
+
+/// \brief Reads a whole file into a string; errors name the path and the system's reason.
+inline std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open '", path, "': ", std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail("error reading '", path, "'");
+  return ss.str();
+}
+
+/// \brief Reads and parses a JSON file; parse errors name the path, line and column.
+inline json read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+
+}  // namespace muninn::io
