@@ -16,7 +16,7 @@ namespace muninn {
 /// \tparam Sharing    models SharingPolicy (`sharing::recurrent_core`, `sharing::none`)
 /// \tparam Router     models RouterPolicy (`router::none`)
 /// \tparam KvCache    models KvCachePolicy (`kv_cache::per_layer_slot`)
-/// \tparam Halting    models HaltingPolicy (`halting::fixed`)
+/// \tparam Halting    models HaltingPolicy (`halting::fixed`, `halting::adaptive`, `halting::kl_divergence`)
 /// \tparam Head       models HeadPolicy (`head::softmax`)
 ///
 /// A type in the wrong slot, or a combination that cannot work, fails to compile with a
@@ -37,7 +37,7 @@ struct arch {
   static_assert(is_router_policy<Router>::value, "muninn::arch: the Router slot needs a RouterPolicy (router::none)");
   static_assert(is_kv_cache_policy<KvCache>::value,
                 "muninn::arch: the KvCache slot needs a KvCachePolicy (kv_cache::per_layer_slot)");
-  static_assert(is_halting_policy<Halting>::value, "muninn::arch: the Halting slot needs a HaltingPolicy (halting::fixed)");
+  static_assert(is_halting_policy<Halting>::value, "muninn::arch: the Halting slot needs a HaltingPolicy (halting::fixed, halting::adaptive, halting::kl_divergence)");
   static_assert(is_head_policy<Head>::value, "muninn::arch: the Head slot needs a HeadPolicy (head::softmax)");
   static_assert(Sharing::recurrent || std::is_same_v<Injection, injection::add>,
                 "muninn::arch: injection::concat_linear feeds a recurrent state, so it needs a recurrent Sharing "
@@ -55,7 +55,12 @@ struct arch {
   using head_policy = Head;            ///< the HeadPolicy
 };
 
-/// \brief Huginn-0125 (Geiping et al. 2025): sandwich blocks, concat adapter, random state, recurrent core.
+/// \brief Huginn-0125 (Geiping et al. 2025): sandwich blocks, concat adapter, random state, recurrent core,
+/// fixed depth.
 using huginn_arch = arch<>;
+
+/// \brief Huginn with per-token early exit compiled in (criterion chosen per call): what the CLI runs.
+using huginn_adaptive_arch = arch<block::sandwich, injection::concat_linear, state_init::truncated_normal,
+                                  sharing::recurrent_core, router::none, kv_cache::per_layer_slot, halting::adaptive>;
 
 }  // namespace muninn

@@ -5,8 +5,11 @@
 /// A policy is a type. Each family below has a trait (`is_block_policy` ...) so that `arch`
 /// can reject a type put in the wrong slot with a message that names the slot.
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
+
+#include "muninn/model/halting.hpp"
 
 namespace muninn {
 
@@ -81,29 +84,58 @@ struct none {
 /// \brief Where each executed layer keeps its keys and values (the "kv_cache" slot). Concept: KvCachePolicy.
 namespace kv_cache {
 /// \brief One slot per executed layer call: prelude i → i, core step s layer j → P + C·s + j, coda c after
-/// the deepest core slot (Huginn's `HuginnDynamicCache` "full" indexing, reference/huginn.md §4.1).
+/// the deepest core slot (Huginn's `HuginnDynamicCache` indexing, reference/huginn.md §4.1).
+///
+/// With a run-time budget of k recurrences (`context_limits::kv_budget`), step s uses the slots of
+/// step s mod k (the paper's zero-shot KV sharing; the reference's `compress-s{4k}`), so memory per
+/// token no longer grows with r.
 struct per_layer_slot {
   static constexpr const char* name = "per_layer_slot";
+  /// \brief Distinct core steps that own slots: all of them, or the budget.
+  static std::int64_t core_steps(std::int64_t max_steps, std::int64_t budget) {
+    return budget > 0 ? std::min(budget, max_steps) : max_steps;
+  }
   /// \brief Slots needed for prelude P, core C, coda D layers and at most `max_steps` recurrences.
-  static std::int64_t num_slots(std::int64_t P, std::int64_t C, std::int64_t D, std::int64_t max_steps) {
-    return P + C * max_steps + D;
+  static std::int64_t num_slots(std::int64_t P, std::int64_t C, std::int64_t D, std::int64_t max_steps,
+                                std::int64_t budget = 0) {
+    return P + C * core_steps(max_steps, budget) + D;
   }
   /// \brief Slot of prelude layer i.
   static std::int64_t prelude_slot(std::int64_t i) { return i; }
   /// \brief Slot of core layer j at recurrence step s (0-based).
-  static std::int64_t core_slot(std::int64_t P, std::int64_t C, std::int64_t s, std::int64_t j) { return P + C * s + j; }
+  static std::int64_t core_slot(std::int64_t P, std::int64_t C, std::int64_t s, std::int64_t j, std::int64_t budget = 0) {
+    return P + C * (budget > 0 ? s % budget : s) + j;
+  }
   /// \brief Slot of coda layer c.
-  static std::int64_t coda_slot(std::int64_t P, std::int64_t C, std::int64_t max_steps, std::int64_t c) {
-    return P + C * max_steps + c;
+  static std::int64_t coda_slot(std::int64_t P, std::int64_t C, std::int64_t max_steps, std::int64_t c,
+                                std::int64_t budget = 0) {
+    return P + C * core_steps(max_steps, budget) + c;
   }
 };
 }  // namespace kv_cache
 
 /// \brief When the recurrence stops (the "halting" slot). Concept: HaltingPolicy.
+///
+/// The criteria themselves are run-time values (`halting_options`), so one compiled model serves
+/// every `--exit` flag; the policy fixes whether early exit is compiled in and its default.
 namespace halting {
-/// \brief Exactly the requested number of steps for every token.
+/// \brief Exactly the requested number of steps for every token; asking for an exit criterion is an error.
 struct fixed {
+  static constexpr bool early_exit = false;
+  static constexpr halt_criterion default_criterion = halt_criterion::none;
   static constexpr const char* name = "fixed";
+};
+/// \brief Per-token early exit with the criterion chosen per call (none by default).
+struct adaptive {
+  static constexpr bool early_exit = true;
+  static constexpr halt_criterion default_criterion = halt_criterion::none;
+  static constexpr const char* name = "adaptive";
+};
+/// \brief Per-token early exit on KL(p_{i-1} ‖ p_i) < 5e-4 unless a call chooses otherwise.
+struct kl_divergence {
+  static constexpr bool early_exit = true;
+  static constexpr halt_criterion default_criterion = halt_criterion::kl;
+  static constexpr const char* name = "kl_divergence";
 };
 }  // namespace halting
 
@@ -160,6 +192,10 @@ template <class P>
 struct is_halting_policy : std::false_type {};
 template <>
 struct is_halting_policy<halting::fixed> : std::true_type {};
+template <>
+struct is_halting_policy<halting::adaptive> : std::true_type {};
+template <>
+struct is_halting_policy<halting::kl_divergence> : std::true_type {};
 
 template <class P>
 struct is_head_policy : std::false_type {};

@@ -80,7 +80,8 @@ layer_weights<Backend, T> load_layer(const Backend& be, const io::checkpoint& ck
 
 }  // namespace detail
 
-/// \brief Loads every parameter named by the Huginn name map, after validating names and shapes.
+/// \brief Loads every parameter named by the Huginn name map, after validating names and shapes
+/// (`io::open_huginn_checkpoint` has already stripped training prefixes).
 ///
 /// \tparam Block the model's BlockPolicy: decides how many norms each layer must have.
 /// The RoPE table comes from the checkpoint's `freqs_cis` buffer when present (bit-exact with the
