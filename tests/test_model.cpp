@@ -109,6 +109,10 @@ TEST(HuginnGolden, F32SingleFile) { check_fixture<huginn_arch>("tiny_f32"); }
 TEST(HuginnGolden, Bf16ShardedWithoutFreqsCis) { check_fixture<huginn_arch>("tiny_bf16_sharded"); }
 TEST(HuginnGolden, F16SingleFile) { check_fixture<huginn_arch>("tiny_f16"); }
 TEST(HuginnGolden, AddInjection) { check_fixture<arch<block::sandwich, injection::add>>("tiny_add"); }
+// The second policy combination: pre-norm blocks, add injection, zero state, GQA, untied head.
+TEST(HuginnGolden, PreNormAddGqaUntied) {
+  check_fixture<arch<block::pre_norm, injection::add, state_init::zero>>("tiny_prenorm_gqa");
+}
 
 TEST(HuginnModel, CacheDecodeEqualsRecompute) {
   using M = model<host_backend, float>;

@@ -11,6 +11,8 @@ are the rounded values.
 Public API (kept stable, other scripts import it):
 
     HuginnConfig                      dataclass, fields named like the HF config.json keys
+                                      (plus two Muninn extensions: block_type "sandwich" |
+                                      "pre_norm", and num_key_value_heads for GQA)
     Huginn(config)                    nn.Module, state_dict names == HF checkpoint names
       .forward(input_ids, num_steps, input_states=None, init="zero", cache=None,
                position_offset=None, return_latents=False, generator=None)
@@ -46,6 +48,7 @@ __all__ = [
     "Huginn",
     "HuginnCache",
     "SandwichBlock",
+    "PreNormBlock",
     "RMSNorm",
     "CausalSelfAttention",
     "GatedMLP",
@@ -62,6 +65,9 @@ NumSteps = Union[int, Tuple[int, int], Sequence[int]]
 # ----------------------------------------------------------------------------------------------
 # Config
 # ----------------------------------------------------------------------------------------------
+BLOCK_CLASS_NAMES = {"sandwich": "SandwichBlock", "pre_norm": "PreNormBlock"}
+
+
 @dataclass
 class HuginnConfig:
     """Run-time sizes of a Huginn model; field names follow the released config.json (§1)."""
@@ -84,10 +90,30 @@ class HuginnConfig:
     injection_type: str = "linear"
     init_scale: float = 1.0
     mean_backprop_depth: int = 8
+    # Muninn extensions (not in the Huginn release).  block_type "pre_norm" is a Llama-style block
+    # x = x + attn(norm_1(x)); x = x + mlp(norm_2(x)).  num_key_value_heads None means MHA.
+    block_type: str = "sandwich"
+    num_key_value_heads: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.n_embd % self.num_attention_heads != 0:
             raise ValueError(f"n_embd {self.n_embd} not divisible by heads {self.num_attention_heads}")
+        if self.block_type not in ("sandwich", "pre_norm"):
+            raise ValueError(f"block_type {self.block_type!r} not supported (sandwich|pre_norm)")
+        if self.num_key_value_heads is not None:
+            kv = self.num_key_value_heads
+            if kv < 1 or self.num_attention_heads % kv != 0:
+                raise ValueError(
+                    f"num_attention_heads {self.num_attention_heads} not a multiple of num_key_value_heads {kv}"
+                )
+            if kv == self.num_attention_heads:
+                self.num_key_value_heads = None  # plain MHA: one canonical spelling
+            elif self.qk_bias:
+                # qk_bias is [2, 1, H, D]: its k half has no meaning with fewer k heads.
+                raise ValueError(
+                    "Huginn has no GQA: num_key_value_heads must equal the head count "
+                    f"when qk_bias is true (got {kv} kv heads for {self.num_attention_heads} heads)"
+                )
         if self.head_dim % 2 != 0:
             raise ValueError(f"head_dim {self.head_dim} must be even for the pairwise RoPE")
         if self.injection_type not in ("linear", "add"):
@@ -103,6 +129,10 @@ class HuginnConfig:
     @property
     def n_heads(self) -> int:
         return self.num_attention_heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.num_attention_heads if self.num_key_value_heads is None else self.num_key_value_heads
 
     @property
     def n_layers(self) -> int:
@@ -138,13 +168,16 @@ class HuginnConfig:
             d["n_embd"] = d["hidden_size"]
         if "padded_vocab_size" not in d and "vocab_size" in d:
             d["padded_vocab_size"] = d["vocab_size"]
-        kv = d.get("num_key_value_heads", d["num_attention_heads"])
-        if kv != d["num_attention_heads"]:
-            raise ValueError("Huginn has no GQA: num_key_value_heads must equal the head count")
         if "head_dim" in d and d["head_dim"] != d["n_embd"] // d["num_attention_heads"]:
             raise ValueError("head_dim inconsistent with n_embd / heads")
-        if d.get("block_class_name", "SandwichBlock") != "SandwichBlock":
-            raise ValueError(f"unsupported block_class_name {d['block_class_name']!r}")
+        # block_type is the Muninn key; a Huginn config has only block_class_name. They must agree.
+        by_class = {"SandwichBlock": "sandwich", "PreNormBlock": "pre_norm"}
+        cls_name = d.get("block_class_name", "SandwichBlock")
+        if cls_name not in by_class:
+            raise ValueError(f"unsupported block_class_name {cls_name!r}")
+        d.setdefault("block_type", by_class[cls_name])
+        if "block_class_name" in d and by_class[cls_name] != d["block_type"]:
+            raise ValueError(f"block_class_name {cls_name!r} contradicts block_type {d['block_type']!r}")
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -163,7 +196,7 @@ class HuginnConfig:
             "architecture_class_name": "RecurrentGPT",
             "architectures": ["RavenForCausalLM"],
             "bias": self.bias,
-            "block_class_name": "SandwichBlock",
+            "block_class_name": BLOCK_CLASS_NAMES[self.block_type],
             "block_size": self.block_size,
             "effective_expected_depth": self.effective_expected_depth,
             "head_dim": self.head_dim,
@@ -180,7 +213,7 @@ class HuginnConfig:
             "n_embd": self.n_embd,
             "n_heads": self.num_attention_heads,
             "num_attention_heads": self.num_attention_heads,
-            "num_key_value_heads": self.num_attention_heads,
+            "num_key_value_heads": self.n_kv_heads,
             "n_layers": self.n_layers,
             "n_layers_in_coda": self.n_layers_in_coda,
             "n_layers_in_prelude": self.n_layers_in_prelude,
@@ -201,6 +234,8 @@ class HuginnConfig:
             "transformers_version": "4.44.2",
             "vocab_size": self.vocab_size,
         }
+        if self.block_type != "sandwich":
+            d["block_type"] = self.block_type
         for k in omit_keys:
             d.pop(k, None)
         return d
@@ -263,8 +298,15 @@ def causal_mask(q_len: int, kv_len: int, device=None) -> Optional[torch.Tensor]:
     return kj <= qi + (kv_len - q_len)
 
 
+def expand_kv(t: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """GQA: [B,Hkv,S,D] -> [B,H,S,D] where query head h reads kv head h // (H/Hkv)."""
+    group = n_heads // t.shape[1]
+    return t if group == 1 else t.repeat_interleave(group, dim=1)
+
+
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """SDPA with the default 1/sqrt(D) scale. q,k,v [B,H,*,D]."""
+    """SDPA with the default 1/sqrt(D) scale. q [B,H,*,D]; k,v [B,Hkv,*,D] with H % Hkv == 0."""
+    k, v = expand_kv(k, q.shape[1]), expand_kv(v, q.shape[1])
     mask = causal_mask(q.shape[2], k.shape[2], device=q.device)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v)
@@ -299,7 +341,7 @@ class HuginnCache:
     """
 
     def __init__(self) -> None:
-        self.keys: Dict[int, torch.Tensor] = {}  # slot -> [B,H,n,D]
+        self.keys: Dict[int, torch.Tensor] = {}  # slot -> [B,Hkv,n,D]
         self.values: Dict[int, torch.Tensor] = {}
         self.positions: Dict[int, List[int]] = {}
         self.seen_tokens = 0
@@ -368,7 +410,10 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: HuginnConfig) -> None:
         super().__init__()
         self.n_heads, self.head_dim, self.n_embd = cfg.num_attention_heads, cfg.head_dim, cfg.n_embd
-        self.Wqkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)  # rows [q; k; v]
+        self.n_kv_heads = cfg.n_kv_heads
+        q_dim, kv_dim = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        self.split_sizes = [q_dim, kv_dim, kv_dim]
+        self.Wqkv = nn.Linear(cfg.n_embd, q_dim + 2 * kv_dim, bias=cfg.bias)  # rows [q; k; v]
         if cfg.qk_bias:
             self.qk_bias = nn.Parameter(torch.zeros(2, 1, cfg.num_attention_heads, cfg.head_dim))
         else:
@@ -377,10 +422,10 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x, freqs, cache: Optional[HuginnCache], slot: int) -> torch.Tensor:
         B, S, _ = x.shape
-        q, k, v = self.Wqkv(x).split(self.n_embd, dim=-1)
+        q, k, v = self.Wqkv(x).split(self.split_sizes, dim=-1)
         q = q.view(B, S, self.n_heads, self.head_dim)
-        k = k.view(B, S, self.n_heads, self.head_dim)
-        v = v.view(B, S, self.n_heads, self.head_dim)
+        k = k.view(B, S, self.n_kv_heads, self.head_dim)
+        v = v.view(B, S, self.n_kv_heads, self.head_dim)
         if self.qk_bias is not None:  # before RoPE, V untouched (§2.3)
             q = q + self.qk_bias[0]
             k = k + self.qk_bias[1]
@@ -422,6 +467,28 @@ class SandwichBlock(nn.Module):
         return x
 
 
+class PreNormBlock(nn.Module):
+    """Muninn extension, Llama style: x = x + attn(n1(x)); x = x + mlp(n2(x)).
+
+    Only norm_1 and norm_2 exist; the other tensor names are those of SandwichBlock.
+    """
+
+    def __init__(self, cfg: HuginnConfig) -> None:
+        super().__init__()
+        self.norm_1 = RMSNorm(cfg.n_embd, cfg.norm_eps)
+        self.attn = CausalSelfAttention(cfg)
+        self.norm_2 = RMSNorm(cfg.n_embd, cfg.norm_eps)
+        self.mlp = GatedMLP(cfg)
+
+    def forward(self, x, freqs, cache: Optional[HuginnCache] = None, slot: int = 0) -> torch.Tensor:
+        x = x + self.attn(self.norm_1(x), freqs, cache, slot)
+        x = x + self.mlp(self.norm_2(x))
+        return x
+
+
+BLOCK_CLASSES = {"sandwich": SandwichBlock, "pre_norm": PreNormBlock}
+
+
 # ----------------------------------------------------------------------------------------------
 # The model
 # ----------------------------------------------------------------------------------------------
@@ -431,11 +498,12 @@ class Huginn(nn.Module):
         self.config = cfg = config
         t = nn.ModuleDict()
         t["wte"] = nn.Embedding(cfg.padded_vocab_size, cfg.n_embd)
-        t["prelude"] = nn.ModuleList(SandwichBlock(cfg) for _ in range(cfg.n_layers_in_prelude))
+        Block = BLOCK_CLASSES[cfg.block_type]
+        t["prelude"] = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers_in_prelude))
         if cfg.injection_type == "linear":
             t["adapter"] = nn.Linear(2 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
-        t["core_block"] = nn.ModuleList(SandwichBlock(cfg) for _ in range(cfg.n_layers_in_recurrent_block))
-        t["coda"] = nn.ModuleList(SandwichBlock(cfg) for _ in range(cfg.n_layers_in_coda))
+        t["core_block"] = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers_in_recurrent_block))
+        t["coda"] = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers_in_coda))
         t["ln_f"] = RMSNorm(cfg.n_embd, cfg.norm_eps)
         self.transformer = t
         self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.n_embd, cfg.padded_vocab_size, bias=False)

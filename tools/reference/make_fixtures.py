@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -75,6 +76,8 @@ def greedy_margins(model: H.Huginn, prompt: torch.Tensor, new_ids: torch.Tensor,
 def numpy_forward(sd: dict, cfg: H.HuginnConfig, tokens, steps: int, state0=None) -> np.ndarray:
     W = {k: v.double().numpy() for k, v in sd.items() if k != "freqs_cis"}
     h, nh, d = cfg.n_embd, cfg.num_attention_heads, cfg.head_dim
+    nkv = cfg.num_key_value_heads or nh  # GQA: query head `head` reads kv head head // (nh // nkv)
+    k0, v0 = nh * d, nh * d + nkv * d  # row offsets of the k and v blocks in Wqkv
     S = len(tokens)
     pos = np.arange(S, dtype=np.float64)
     theta = cfg.rope_base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
@@ -89,13 +92,16 @@ def numpy_forward(sd: dict, cfg: H.HuginnConfig, tokens, steps: int, state0=None
         out[:, 0::2], out[:, 1::2] = z.real, z.imag
         return out
 
-    def block(x, p):
-        y = norm(x, W[p + "norm_1.weight"])
+    def attention(y, p):
         qkv = y @ W[p + "attn.Wqkv.weight"].T
-        att = np.zeros((S, h))
+        assert qkv.shape[1] == k0 + 2 * nkv * d
+        att = np.zeros((S, nh * d))
         for head in range(nh):
             sl = slice(head * d, head * d + d)
-            q, k, v = qkv[:, sl], qkv[:, h + head * d : h + head * d + d], qkv[:, 2 * h + head * d : 2 * h + head * d + d]
+            kvh = head * nkv // nh
+            q = qkv[:, sl]
+            k = qkv[:, k0 + kvh * d : k0 + kvh * d + d]
+            v = qkv[:, v0 + kvh * d : v0 + kvh * d + d]
             if cfg.qk_bias:
                 q = q + W[p + "attn.qk_bias"][0, 0, head]
                 k = k + W[p + "attn.qk_bias"][1, 0, head]
@@ -105,12 +111,21 @@ def numpy_forward(sd: dict, cfg: H.HuginnConfig, tokens, steps: int, state0=None
                 pr = np.exp(s - s.max())
                 pr /= pr.sum()
                 att[i, sl] = pr @ v[: i + 1]
-        x = norm(att @ W[p + "attn.proj.weight"].T + x, W[p + "norm_2.weight"])
-        y = norm(x, W[p + "norm_3.weight"])
+        return att @ W[p + "attn.proj.weight"].T
+
+    def mlp(y, p):
         f = y @ W[p + "mlp.fc.weight"].T
         a, b = f[:, : cfg.intermediate_size], f[:, cfg.intermediate_size :]
         m = (a / (1.0 + np.exp(-a))) * b
-        return norm(m @ W[p + "mlp.proj.weight"].T + x, W[p + "norm_4.weight"])
+        return m @ W[p + "mlp.proj.weight"].T
+
+    def block(x, p):
+        if cfg.block_type == "pre_norm":
+            assert p + "norm_3.weight" not in W
+            x = x + attention(norm(x, W[p + "norm_1.weight"]), p)
+            return x + mlp(norm(x, W[p + "norm_2.weight"]), p)
+        x = norm(attention(norm(x, W[p + "norm_1.weight"]), p) + x, W[p + "norm_2.weight"])
+        return norm(mlp(norm(x, W[p + "norm_3.weight"]), p) + x, W[p + "norm_4.weight"])
 
     wte = W["transformer.wte.weight"]
     e = wte[np.asarray(tokens)] * math.sqrt(h)
@@ -128,7 +143,7 @@ def numpy_forward(sd: dict, cfg: H.HuginnConfig, tokens, steps: int, state0=None
     for c in range(cfg.n_layers_in_coda):
         x = block(x, f"transformer.coda.{c}.")
     x = norm(x, W["transformer.ln_f.weight"])
-    return x @ wte.T
+    return x @ (wte if cfg.tie_embeddings else W["lm_head.weight"]).T
 
 
 # ----------------------------------------------------------------------------------------------
@@ -145,6 +160,19 @@ def _top_left_mask(q_len, kv_len, device=None):
     if q_len == 1:
         return None
     return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril()
+
+
+def _tiled_kv(t: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Wrong GQA mapping: query head h reads kv head h % Hkv instead of h // (H/Hkv)."""
+    return t.repeat(1, n_heads // t.shape[1], 1, 1)
+
+
+def _prenorm_residual_after_norm(self, x, freqs, cache=None, slot=0):
+    """Wrong pre-norm block: the residual is taken from the normalised input."""
+    y = self.norm_1(x)
+    x = y + self.attn(y, freqs, cache, slot)
+    y = self.norm_2(x)
+    return y + self.mlp(y)
 
 
 def _swap_halves(w: torch.Tensor, dim: int) -> torch.Tensor:
@@ -167,14 +195,14 @@ def mutation_checks(model: H.Huginn, ids: torch.Tensor, steps: int, n1: int, log
         t = m.transformer
         return list(t["prelude"]) + list(t["core_block"]) + list(t["coda"])
 
-    def patched(name, repl):
-        old = getattr(H, name)
-        setattr(H, name, repl)
+    def patched(name, repl, owner=H):
+        old = getattr(owner, name)
+        setattr(owner, name, repl)
         try:
             with torch.no_grad():
                 return model(ids, steps)
         finally:
-            setattr(H, name, old)
+            setattr(owner, name, old)
 
     results = {}
     results["half-rotation RoPE"] = patched("apply_rope", _half_rotation_rope)
@@ -195,14 +223,32 @@ def mutation_checks(model: H.Huginn, ids: torch.Tensor, steps: int, n1: int, log
     results["Wqkv k/v swapped"] = variant(
         lambda m: [
             b.attn.Wqkv.weight.copy_(
-                torch.cat([b.attn.Wqkv.weight.split(cfg.n_embd, 0)[i] for i in (0, 2, 1)])
+                torch.cat([b.attn.Wqkv.weight.split(b.attn.split_sizes, 0)[i] for i in (0, 2, 1)])
             )
             for b in blocks(m)
         ]
     )
+    if cfg.n_kv_heads != cfg.num_attention_heads:
+        results["GQA kv head h % Hkv (not h // group)"] = patched("expand_kv", _tiled_kv)
+    if cfg.block_type == "pre_norm":
+        results["pre-norm norm_1/norm_2 swapped"] = variant(
+            lambda m: [
+                (lambda w1, w2: (b.norm_1.weight.copy_(w2), b.norm_2.weight.copy_(w1)))(
+                    b.norm_1.weight.clone(), b.norm_2.weight.clone()
+                )
+                for b in blocks(m)
+            ]
+        )
+        results["pre-norm residual after the norm"] = patched(
+            "forward", _prenorm_residual_after_norm, owner=H.PreNormBlock
+        )
     results["norm weights ignored"] = variant(
         lambda m: [n.weight.fill_(1.0) for n in m.modules() if isinstance(n, H.RMSNorm)]
     )
+    if not cfg.tie_embeddings:
+        results["wte as head instead of lm_head"] = variant(
+            lambda m: m.lm_head.weight.copy_(m.transformer["wte"].weight)
+        )
     if cfg.injection_type == "linear":
         results["adapter input [e, state]"] = variant(
             lambda m: m.transformer["adapter"].weight.copy_(_swap_halves(m.transformer["adapter"].weight, 1))
@@ -213,7 +259,8 @@ def mutation_checks(model: H.Huginn, ids: torch.Tensor, steps: int, n1: int, log
             for c, block in enumerate(self.transformer["coda"]):
                 x = block(x, freqs, cache, -(c + 1))
             x = self.transformer["ln_f"](x)
-            return torch.nn.functional.linear(x, self.transformer["wte"].weight).float()
+            w = self.transformer["wte"].weight if self.lm_head is None else self.lm_head.weight
+            return torch.nn.functional.linear(x, w).float()
 
     once = _LnfOnce(cfg)
     once.load_state_dict(model.state_dict())
@@ -301,6 +348,8 @@ def write_fixture(
             + list(range(cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * R))
         )
         assert cache.slot_ids() == expected_slots, cache.slot_ids()
+        # GQA: the cache holds the Hkv key/value heads, not copies expanded to H
+        assert all(k.shape[1] == cfg.n_kv_heads for k in cache.keys.values())
         assert cache.seen_tokens == n
         d1, d2 = maxdiff(first, full[R][:, :n1]), maxdiff(second, full[R][:, n1:])
         log(f"    chunked prefill {n1}+{n2} vs full: {d1:.2e}, {d2:.2e}")
@@ -485,12 +534,66 @@ def main() -> None:
                   "injection_type add (x = state + e, no adapter tensor); h=32, 2 heads x 16, ffn 64, "
                   "vocab 64, layers (1,1,1), r_mean 3, rope_base 10000, F32 single file", log)
 
+    # ---- tiny_prenorm_gqa: the non-Huginn policies (Muninn extension) ---------------------------
+    # Pre-norm blocks (norm_1, norm_2 only) + additive injection + GQA (4 query heads, 2 kv heads;
+    # qk_bias is undefined for GQA).  The head is untied: with x = state + e, an un-normalised
+    # residual and a tied head, a tiny random model only repeats its input token (as tiny_add does).
+    # BF16 storage: the same weights in F32 would be 543 kB, over the 300 kB budget.
+    cfgpg = H.HuginnConfig(
+        n_embd=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96, vocab_size=96,
+        padded_vocab_size=96, n_layers_in_prelude=1, n_layers_in_recurrent_block=2, n_layers_in_coda=1,
+        mean_recurrence=3, block_size=32, rope_base=10000.0, qk_bias=False, injection_type="add",
+        block_type="pre_norm", tie_embeddings=False,
+    )
+    for bad in ({"qk_bias": True}, {"num_key_value_heads": 3}, {"block_type": "post_norm"}):
+        try:
+            H.HuginnConfig(**{**dataclasses.asdict(cfgpg), **bad})
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"HuginnConfig accepted {bad}")
+    try:  # a config.json without qk_bias means qk_bias true, which has no GQA form
+        H.HuginnConfig.from_dict({k: v for k, v in cfgpg.to_dict().items() if k != "qk_bias"})
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("GQA accepted with the default qk_bias")
+    mpg = H.Huginn(cfgpg)
+    mpg.init_weights(seed=4, golden=True)
+    assert "adapter" not in mpg.transformer and mpg.lm_head is not None
+    log("tiny_prenorm_gqa")
+    d = os.path.join(out, "tiny_prenorm_gqa")
+    mpg.save_pretrained(d, torch.bfloat16, shards=1, include_freqs_cis=True)
+    with open(os.path.join(d, "config.json")) as f:
+        jc = json.load(f)
+    assert jc["block_type"] == "pre_norm" and jc["num_key_value_heads"] == 2 and jc["qk_bias"] is False
+    assert H.HuginnConfig.from_json(d) == cfgpg
+    stored = H.load_safetensors_dir(d)
+    assert stored["freqs_cis"].dtype == torch.float32
+    assert all(t.dtype == torch.bfloat16 for k, t in stored.items() if k != "freqs_cis")
+    assert tuple(stored["transformer.core_block.1.attn.Wqkv.weight"].shape) == ((4 + 2 * 2) * 16, 64)
+    assert not any(k.endswith(("norm_3.weight", "norm_4.weight", "qk_bias", "adapter.weight")) for k in stored)
+    assert "lm_head.weight" in stored
+    mpg_l = H.Huginn.from_pretrained(d)
+    wdiff = maxdiff(mpg_l.lm_head.weight, mpg.lm_head.weight)
+    assert 0 < wdiff < 2e-3, wdiff
+    tokenspg = pick_ids(9, 96, seed=14)
+    promptpg = choose_prompt(mpg_l, 96, seed=51)
+    mutation_checks(mpg_l, tokenspg, cfgpg.mean_recurrence, 5, log)
+    write_fixture(d, mpg_l, tokenspg, 5, promptpg,
+                  "Muninn extension: pre_norm blocks, add injection, GQA 4 q / 2 kv heads x 16 (head h "
+                  "reads kv head h // 2), no qk_bias, untied lm_head; h=64, ffn 96, vocab 96, layers "
+                  "(1,2,1), r_mean 3; BF16 + F32 freqs_cis; outputs of the fp32 model of the BF16 weights", log)
+    size_pg = sum(os.path.getsize(os.path.join(d, fn)) for fn in os.listdir(d))
+    log(f"    size of tiny_prenorm_gqa: {size_pg / 1024:.1f} KiB")
+    assert size_pg < 300 * 1000, size_pg
+
     total = 0
     for root, _, fnames in os.walk(out):
         for fn in fnames:
             total += os.path.getsize(os.path.join(root, fn))
     log(f"total size of {out}: {total / 1024:.1f} KiB")
-    assert total < 2 * 1024 * 1024
+    assert total < 2.5 * 1024 * 1024
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ enum class warm_start {
   normalized,  ///< the previous token's final state after ln_f (`generate_minimal`'s `latent_states`)
 };
 
-/// \brief Called after every recurrence step with one token's raw state [h] (host memory).
+/// \brief Called after every recurrence step with a token's position in its sequence, the step
+/// (0-based) and its raw state [h] (host memory).
 using step_hook = std::function<void(std::int64_t token, std::int64_t step, const float* state)>;
 
 /// \brief Per-call options of a forward pass.
@@ -571,7 +572,7 @@ class model {
           if (opt.on_step)
             for (auto* g : act)
               for (std::int64_t t = 0; t < g->n; ++t)
-                opt.on_step(g->offset + t, s, ws.host_rows_.data() + (g->row0 + t) * h);
+                opt.on_step(g->pos0 + t, s, ws.host_rows_.data() + (g->row0 + t) * h);
         }
         if (!check) continue;
         // Exit test per segment, on its last token (segments are single tokens in adaptive mode).
