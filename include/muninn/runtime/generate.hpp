@@ -1,19 +1,34 @@
 #pragma once
 /// \file
-/// \brief Generation loops on top of `model::forward`: prefill once, then one token at a time.
+/// \brief Generation loops on top of `model::forward`: greedy and sampled decoding, self-speculative
+/// decoding, and batched generation of rows with different lengths.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "muninn/model/model.hpp"
+#include "muninn/runtime/sampling.hpp"
 
 namespace muninn {
 
 /// \brief Options of a generation loop.
 struct generate_options {
-  std::int64_t max_new_tokens = 16;     ///< tokens to produce at most
-  run_options run;                      ///< steps, initial state, seed (random states are drawn per position)
-  std::vector<std::int32_t> stop_ids;   ///< generation ends after producing one of these
+  std::int64_t max_new_tokens = 16;    ///< tokens to produce at most
+  run_options run;                     ///< steps, initial state, exit criterion, warm start, hooks
+  sampling_params sampling{1.0f, 0, 1.0f, 0.0f, 1.0f, true, 0};  ///< greedy unless changed
+  std::vector<std::int32_t> stop_ids;  ///< generation ends after producing one of these
+  std::int64_t draft_steps = 0;        ///< self-speculative decoding: recurrences of the draft (0: off)
+  std::int64_t lookahead = 0;          ///< self-speculative decoding: tokens drafted per verification
+};
+
+/// \brief What a generation produced.
+struct generate_result {
+  std::vector<std::int32_t> tokens;  ///< the new tokens
+  std::vector<std::int32_t> steps;   ///< recurrence steps of the forward pass that chose each token
+  std::int64_t forward_calls = 0;    ///< model calls made (prefill included)
+  std::int64_t drafted = 0;          ///< speculative decoding: tokens drafted
+  std::int64_t accepted = 0;         ///< speculative decoding: drafted tokens the verifier agreed with
 };
 
 /// \brief Index of the largest value (the first one on ties), on the host.
@@ -24,35 +39,199 @@ inline std::int32_t argmax_host(const float* x, std::int64_t n) {
   return std::int32_t(best);
 }
 
-/// \brief Greedy decoding with the KV cache: the prompt is prefilled in one call, then each new
-/// token is fed alone and attends to every cached slot. Returns only the new tokens.
+namespace detail {
+inline bool is_stop(const generate_options& o, std::int32_t t) {
+  return std::find(o.stop_ids.begin(), o.stop_ids.end(), t) != o.stop_ids.end();
+}
 template <class Model>
-std::vector<std::int32_t> generate_greedy(const Model& m, typename Model::context_type& ctx,
-                                          const std::vector<std::int32_t>& prompt, const generate_options& opt) {
+std::int64_t context_steps(const Model& m, const generate_options& o) {
+  const std::int64_t steps = o.run.steps < 0 ? m.config().mean_recurrence : o.run.steps;
+  return std::max({steps, o.run.halt.max_steps, o.draft_steps});
+}
+}  // namespace detail
+
+/// \brief Decodes with the KV cache: the prompt is prefilled in one call, then each new token is
+/// fed alone. Greedy or sampled as `opt.sampling` says; self-speculative when draft_steps and
+/// lookahead are set. Returns only the new tokens.
+template <class Model>
+generate_result generate(const Model& m, typename Model::context_type& ctx, const std::vector<std::int32_t>& prompt,
+                         const generate_options& opt) {
   MUNINN_CHECK(!prompt.empty(), "generate: the prompt is empty");
-  std::vector<std::int32_t> out;
-  if (opt.max_new_tokens <= 0) return out;
-  run_options run = opt.run;
-  std::vector<float> logits = m.forward(ctx, prompt, run, logits_for::last);
+  MUNINN_CHECK(opt.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, got ", opt.max_new_tokens);
+  const bool speculative = opt.draft_steps > 0 || opt.lookahead > 0;
+  generate_result res;
+  if (opt.max_new_tokens == 0) return res;
+  sampler smp(opt.sampling);
   const std::int64_t V = m.config().vocab_size;
-  for (std::int64_t t = 0; t < opt.max_new_tokens; ++t) {
-    const std::int32_t next = argmax_host(logits.data(), V);
-    out.push_back(next);
-    bool stop = false;
-    for (auto s : opt.stop_ids) stop |= (s == next);
-    if (stop || t + 1 == opt.max_new_tokens) break;
-    logits = m.forward(ctx, {next}, run, logits_for::last);
+  run_options run = opt.run;
+  std::vector<std::int32_t> used;
+  run.steps_used = &used;
+  std::vector<float> logits = m.forward(ctx, prompt, run, logits_for::last);
+  ++res.forward_calls;
+  std::int32_t last_steps = used.back();
+  if (speculative) {
+    MUNINN_CHECK(opt.draft_steps > 0 && opt.lookahead > 0, "speculative decoding needs draft_steps > 0 and lookahead > 0");
+    MUNINN_CHECK(smp.is_greedy(), "speculative decoding verifies by argmax: use greedy sampling");
+    MUNINN_CHECK(opt.run.warm == warm_start::none, "speculative decoding does not combine with a warm start");
   }
-  return out;
+  std::int32_t next = smp.sample(logits.data(), V, ctx.tokens());
+  auto emit = [&](std::int32_t t, std::int32_t steps) {
+    res.tokens.push_back(t);
+    res.steps.push_back(steps);
+    return detail::is_stop(opt, t) || std::int64_t(res.tokens.size()) >= opt.max_new_tokens;
+  };
+  if (emit(next, last_steps)) return res;
+  while (true) {
+    if (!speculative) {
+      logits = m.forward(ctx, {next}, run, logits_for::last);
+      ++res.forward_calls;
+      next = smp.sample(logits.data(), V, ctx.tokens());
+      if (emit(next, used.back())) return res;
+      continue;
+    }
+    // Self-speculative step (reference/huginn.md §6.2): draft with few recurrences, verify all
+    // drafts in one pass with many, keep the longest agreeing prefix plus the verifier's token.
+    const std::int64_t L = ctx.length();
+    const std::int64_t room = std::min(ctx.limits().max_tokens - L, opt.max_new_tokens - std::int64_t(res.tokens.size()));
+    const std::int64_t k = std::max<std::int64_t>(1, std::min(opt.lookahead, room));
+    run_options draft = run;
+    draft.steps = opt.draft_steps;
+    draft.halt = halting_options{};
+    draft.halt.criterion = halt_criterion::none;
+    std::vector<std::int32_t> fed{next}, drafts;
+    for (std::int64_t i = 0; i < k; ++i) {
+      if (i > 0) fed.push_back(drafts.back());
+      const auto dl = m.forward(ctx, {fed.back()}, draft, logits_for::last);
+      ++res.forward_calls;
+      drafts.push_back(argmax_host(dl.data(), V));
+      if (detail::is_stop(opt, drafts.back())) break;
+    }
+    ctx.truncate(L);
+    const auto vl = m.forward(ctx, fed, run, logits_for::all);  // fed = [next, d1, ..., d_{k-1}]
+    ++res.forward_calls;
+    const std::int64_t kk = std::int64_t(drafts.size());
+    res.drafted += kk;
+    std::int64_t agree = 0;
+    while (agree < kk && argmax_host(vl.data() + agree * V, V) == drafts[std::size_t(agree)]) ++agree;
+    res.accepted += agree;
+    // Tokens d1..d_agree are confirmed; cache rows fed[0..agree] are valid (fed has kk rows).
+    for (std::int64_t i = 0; i < agree; ++i)
+      if (emit(drafts[std::size_t(i)], used[std::size_t(i)])) {
+        ctx.truncate(std::min(ctx.length(), L + i + 1));
+        return res;
+      }
+    if (agree < kk) {
+      ctx.truncate(L + agree + 1);
+      next = argmax_host(vl.data() + agree * V, V);
+      if (emit(next, used[std::size_t(agree)])) return res;
+    } else {
+      next = drafts.back();  // every draft confirmed: the last one is not in the cache yet
+    }
+  }
 }
 
-/// \brief Greedy decoding on a fresh context sized for prompt + new tokens.
+/// \brief `generate` on a fresh context sized for prompt + new tokens.
 template <class Model>
-std::vector<std::int32_t> generate_greedy(const Model& m, const std::vector<std::int32_t>& prompt,
-                                          const generate_options& opt) {
-  const std::int64_t steps = opt.run.steps < 0 ? m.config().mean_recurrence : opt.run.steps;
-  auto ctx = m.make_context(std::int64_t(prompt.size()) + std::max<std::int64_t>(opt.max_new_tokens, 0), steps);
-  return generate_greedy(m, ctx, prompt, opt);
+generate_result generate(const Model& m, const std::vector<std::int32_t>& prompt, const generate_options& opt) {
+  context_limits lim;
+  lim.max_tokens = std::int64_t(prompt.size()) + std::max<std::int64_t>(opt.max_new_tokens, 0) + opt.lookahead;
+  lim.max_tokens = std::min(lim.max_tokens, m.config().block_size);
+  lim.max_steps = detail::context_steps(m, opt);
+  auto ctx = m.make_context(lim);
+  return generate(m, ctx, prompt, opt);
+}
+
+/// \brief Greedy decoding: the new tokens only.
+template <class Model>
+std::vector<std::int32_t> generate_greedy(const Model& m, typename Model::context_type& ctx,
+                                          const std::vector<std::int32_t>& prompt, generate_options opt) {
+  opt.sampling.greedy = true;
+  return generate(m, ctx, prompt, opt).tokens;
+}
+
+/// \brief Greedy decoding on a fresh context: the new tokens only.
+template <class Model>
+std::vector<std::int32_t> generate_greedy(const Model& m, const std::vector<std::int32_t>& prompt, generate_options opt) {
+  opt.sampling.greedy = true;
+  return generate(m, prompt, opt).tokens;
+}
+
+/// \brief Generates for several prompts of different lengths at once. Every decode step stacks the
+/// live rows into one model call (weights read once for the whole batch); each row keeps its own
+/// KV cache and sampler, so each row produces exactly what `generate` produces for it alone.
+/// Self-speculative decoding is single-sequence only.
+template <class Model>
+std::vector<generate_result> generate_batch(const Model& m, const std::vector<std::vector<std::int32_t>>& prompts,
+                                            const generate_options& opt) {
+  MUNINN_CHECK(opt.draft_steps == 0 && opt.lookahead == 0, "generate_batch: speculative decoding is single-sequence");
+  const std::size_t B = prompts.size();
+  std::vector<generate_result> res(B);
+  if (B == 0 || opt.max_new_tokens <= 0) return res;
+  const std::int64_t V = m.config().vocab_size;
+  std::vector<typename Model::context_type> ctxs;
+  std::vector<sampler> samplers;
+  std::int64_t total_prompt = 0;
+  for (const auto& p : prompts) {
+    MUNINN_CHECK(!p.empty(), "generate_batch: an empty prompt");
+    context_limits lim;
+    lim.max_tokens = std::min(std::int64_t(p.size()) + opt.max_new_tokens, m.config().block_size);
+    lim.max_steps = detail::context_steps(m, opt);
+    lim.max_chunk = 1;  // the batch workspace below does the work; keep the per-row one small
+    ctxs.push_back(m.make_context(lim));
+    samplers.emplace_back(opt.sampling);
+    total_prompt += std::int64_t(p.size());
+  }
+  auto ws = m.make_workspace(std::max<std::int64_t>(total_prompt, std::int64_t(B)));
+  std::vector<typename Model::context_type*> live;
+  std::vector<std::size_t> live_idx;
+  for (std::size_t r = 0; r < B; ++r) {
+    live.push_back(&ctxs[r]);
+    live_idx.push_back(r);
+  }
+  std::vector<std::vector<std::int32_t>> feed = prompts;
+  std::vector<std::int32_t> used;
+  run_options run = opt.run;
+  run.steps_used = nullptr;
+  while (!live.empty()) {
+    const auto logits = m.forward_batch(ws, live, feed, run, logits_for::last);
+    std::vector<typename Model::context_type*> next_live;
+    std::vector<std::size_t> next_idx;
+    std::vector<std::vector<std::int32_t>> next_feed;
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      const std::size_t r = live_idx[i];
+      auto& ctx = *live[i];
+      const std::int32_t t = samplers[r].sample(logits[i].data(), V, ctx.tokens());
+      res[r].tokens.push_back(t);
+      res[r].steps.push_back(ctx.steps_used().back());
+      ++res[r].forward_calls;
+      const bool done = detail::is_stop(opt, t) || std::int64_t(res[r].tokens.size()) >= opt.max_new_tokens ||
+                        ctx.length() >= ctx.limits().max_tokens;
+      if (!done) {
+        next_live.push_back(live[i]);
+        next_idx.push_back(r);
+        next_feed.push_back({t});
+      }
+    }
+    live = std::move(next_live);
+    live_idx = std::move(next_idx);
+    feed = std::move(next_feed);
+  }
+  return res;
+}
+
+/// \brief `generate_batch` on a padded [B, S] token matrix with a mask (1 = token, 0 = padding;
+/// left or right padding): each row's prompt is its unmasked tokens in order.
+template <class Model>
+std::vector<generate_result> generate_batch_padded(const Model& m, const std::vector<std::int32_t>& tokens,
+                                                   const std::vector<std::uint8_t>& mask, std::int64_t batch,
+                                                   std::int64_t seq, const generate_options& opt) {
+  MUNINN_CHECK(std::int64_t(tokens.size()) == batch * seq && std::int64_t(mask.size()) == batch * seq,
+               "generate_batch_padded: tokens and mask must both hold batch*seq = ", batch * seq, " values");
+  std::vector<std::vector<std::int32_t>> prompts(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t s = 0; s < seq; ++s)
+      if (mask[std::size_t(b * seq + s)]) prompts[std::size_t(b)].push_back(tokens[std::size_t(b * seq + s)]);
+  return generate_batch(m, prompts, opt);
 }
 
 }  // namespace muninn
