@@ -263,3 +263,45 @@ TEST(Trajectory, HookSeesEveryStepAndTheLastOneIsTheLatent) {
     EXPECT_LE(max_abs_diff(seen.at({p, 2}), want3), 1e-6);
   }
 }
+
+TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
+  // tools/reference generate_adaptive: exit criteria, KV budget, fallback and warm start cases.
+  const auto& m = tiny();
+  const io::json doc = io::read_json_file(data_dir + "tiny_f32/runtime.json");
+  const double atol = doc.at("atol_logits").as_double();
+  int n = 0;
+  for (const auto& c : doc.at("cases").as_array()) {
+    SCOPED_TRACE(c.at("name").as_string());
+    auto ids = [](const io::json& a) {
+      std::vector<std::int32_t> v;
+      for (const auto& x : a.as_array()) v.push_back(std::int32_t(x.as_int()));
+      return v;
+    };
+    generate_options g;
+    g.max_new_tokens = c.at("max_new_tokens").as_int();
+    g.run.init = init_state::zero;
+    g.run.steps = c.at("num_steps").as_int();
+    g.run.halt.criterion = parse_halt_criterion(c.at("criterion").as_string());
+    g.run.halt.threshold = c.at("threshold").as_double();
+    g.run.halt.min_steps = c.at("min_steps").as_int();
+    g.run.halt.check_every = c.at("check_every").as_int();
+    const std::string warm = c.at("warm").as_string();
+    g.run.warm = warm == "raw" ? warm_start::raw : warm == "normalized" ? warm_start::normalized : warm_start::none;
+    context_limits lim;
+    const auto prompt = ids(c.at("prompt"));
+    lim.max_tokens = std::int64_t(prompt.size()) + g.max_new_tokens;
+    lim.max_steps = g.run.steps;
+    lim.kv_budget = c.at("kv_budget").as_int();
+    lim.fallback = c.at("fallback").as_string() == "none" ? kv_fallback::none : kv_fallback::latest;
+    auto ctx = m.make_context(lim);
+    const auto r = generate(m, ctx, prompt, g);
+    EXPECT_EQ(r.tokens, ids(c.at("expected_tokens")));
+    EXPECT_EQ(r.steps, ids(c.at("expected_steps")));
+    EXPECT_EQ(ctx.steps_used(), ids(c.at("expected_fed_steps")));
+    std::vector<float> want;
+    for (const auto& x : c.at("expected_last_logits").as_array()) want.push_back(float(x.as_double()));
+    EXPECT_LE(max_abs_diff(r.last_logits, want), atol);
+    ++n;
+  }
+  EXPECT_GE(n, 20);
+}

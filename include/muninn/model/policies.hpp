@@ -17,13 +17,13 @@ namespace muninn {
 namespace block {
 /// \brief Huginn's block: `x = n2(attn(n1(x)) + x); x = n4(mlp(n3(x)) + x)` — four RMSNorms.
 struct sandwich {
-  static constexpr int num_norms = 4;
-  static constexpr const char* name = "sandwich";
+  static constexpr int num_norms = 4;  ///< RMSNorm weights per layer
+  static constexpr const char* name = "sandwich";  ///< spelling used in messages and config checks
 };
 /// \brief Llama-style pre-norm block: `x += attn(n1(x)); x += mlp(n2(x))` — two RMSNorms.
 struct pre_norm {
-  static constexpr int num_norms = 2;
-  static constexpr const char* name = "pre_norm";
+  static constexpr int num_norms = 2;  ///< RMSNorm weights per layer
+  static constexpr const char* name = "pre_norm";  ///< spelling used in messages and config checks
 };
 }  // namespace block
 
@@ -31,13 +31,13 @@ struct pre_norm {
 namespace injection {
 /// \brief `x = adapter([x, e])`, adapter Linear(2h→h) without bias; the state comes first (Huginn).
 struct concat_linear {
-  static constexpr bool has_weight = true;
-  static constexpr const char* name = "concat_linear";
+  static constexpr bool has_weight = true;  ///< whether the injection has a weight to load
+  static constexpr const char* name = "concat_linear";  ///< spelling used in messages and config checks
 };
 /// \brief `x = x + e`: no weight.
 struct add {
-  static constexpr bool has_weight = false;
-  static constexpr const char* name = "add";
+  static constexpr bool has_weight = false;  ///< whether the injection has a weight to load
+  static constexpr const char* name = "add";  ///< spelling used in messages and config checks
 };
 }  // namespace injection
 
@@ -46,15 +46,15 @@ struct add {
 namespace state_init {
 /// \brief i.i.d. truncated normal, std √(2/(5h))·init_scale·√h, cut at ±3σ, seeded (Huginn's "like-init").
 struct truncated_normal {
-  static constexpr const char* name = "truncated_normal";
+  static constexpr const char* name = "truncated_normal";  ///< spelling used in messages and config checks
 };
 /// \brief All zeros: deterministic, what reference comparisons use.
 struct zero {
-  static constexpr const char* name = "zero";
+  static constexpr const char* name = "zero";  ///< spelling used in messages and config checks
 };
 /// \brief A state tensor supplied by the caller.
 struct given {
-  static constexpr const char* name = "given";
+  static constexpr const char* name = "given";  ///< spelling used in messages and config checks
 };
 }  // namespace state_init
 
@@ -62,13 +62,13 @@ struct given {
 namespace sharing {
 /// \brief Huginn: prelude and coda unshared, one core block of layers applied r times.
 struct recurrent_core {
-  static constexpr bool recurrent = true;
-  static constexpr const char* name = "recurrent_core";
+  static constexpr bool recurrent = true;  ///< whether a core runs r times
+  static constexpr const char* name = "recurrent_core";  ///< spelling used in messages and config checks
 };
 /// \brief No reuse at all: every layer runs once (a plain transformer; r must be 0).
 struct none {
-  static constexpr bool recurrent = false;
-  static constexpr const char* name = "none";
+  static constexpr bool recurrent = false;  ///< whether a core runs r times
+  static constexpr const char* name = "none";  ///< spelling used in messages and config checks
 };
 }  // namespace sharing
 
@@ -76,8 +76,8 @@ struct none {
 namespace router {
 /// \brief Every token runs every step.
 struct none {
-  static constexpr bool routes = false;
-  static constexpr const char* name = "none";
+  static constexpr bool routes = false;  ///< whether tokens may take different depths by routing
+  static constexpr const char* name = "none";  ///< spelling used in messages and config checks
 };
 }  // namespace router
 
@@ -121,21 +121,21 @@ struct per_layer_slot {
 namespace halting {
 /// \brief Exactly the requested number of steps for every token; asking for an exit criterion is an error.
 struct fixed {
-  static constexpr bool early_exit = false;
-  static constexpr halt_criterion default_criterion = halt_criterion::none;
-  static constexpr const char* name = "fixed";
+  static constexpr bool early_exit = false;  ///< whether per-token exit is compiled in
+  static constexpr halt_criterion default_criterion = halt_criterion::none;  ///< criterion when a call does not choose
+  static constexpr const char* name = "fixed";  ///< spelling used in messages and config checks
 };
 /// \brief Per-token early exit with the criterion chosen per call (none by default).
 struct adaptive {
-  static constexpr bool early_exit = true;
-  static constexpr halt_criterion default_criterion = halt_criterion::none;
-  static constexpr const char* name = "adaptive";
+  static constexpr bool early_exit = true;  ///< whether per-token exit is compiled in
+  static constexpr halt_criterion default_criterion = halt_criterion::none;  ///< criterion when a call does not choose
+  static constexpr const char* name = "adaptive";  ///< spelling used in messages and config checks
 };
 /// \brief Per-token early exit on KL(p_{i-1} ‖ p_i) < 5e-4 unless a call chooses otherwise.
 struct kl_divergence {
-  static constexpr bool early_exit = true;
-  static constexpr halt_criterion default_criterion = halt_criterion::kl;
-  static constexpr const char* name = "kl_divergence";
+  static constexpr bool early_exit = true;  ///< whether per-token exit is compiled in
+  static constexpr halt_criterion default_criterion = halt_criterion::kl;  ///< criterion when a call does not choose
+  static constexpr const char* name = "kl_divergence";  ///< spelling used in messages and config checks
 };
 }  // namespace halting
 
@@ -143,7 +143,7 @@ struct kl_divergence {
 namespace head {
 /// \brief `ln_f → coda → ln_f → x·Wᵀ` with W the embedding when tied (Huginn applies the same ln_f twice).
 struct softmax {
-  static constexpr const char* name = "softmax";
+  static constexpr const char* name = "softmax";  ///< spelling used in messages and config checks
 };
 }  // namespace head
 

@@ -29,6 +29,7 @@ struct generate_result {
   std::int64_t forward_calls = 0;    ///< model calls made (prefill included)
   std::int64_t drafted = 0;          ///< speculative decoding: tokens drafted
   std::int64_t accepted = 0;         ///< speculative decoding: drafted tokens the verifier agreed with
+  std::vector<float> last_logits;    ///< logits that chose the last token (not kept by speculative decoding)
 };
 
 /// \brief Index of the largest value (the first one on ties), on the host.
@@ -76,6 +77,7 @@ generate_result generate(const Model& m, typename Model::context_type& ctx, cons
   }
   std::int32_t next = smp.sample(logits.data(), V, ctx.tokens());
   auto emit = [&](std::int32_t t, std::int32_t steps) {
+    if (!speculative) res.last_logits = logits;
     res.tokens.push_back(t);
     res.steps.push_back(steps);
     return detail::is_stop(opt, t) || std::int64_t(res.tokens.size()) >= opt.max_new_tokens;
