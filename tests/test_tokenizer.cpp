@@ -1,0 +1,318 @@
+// Tests of muninn::io::tokenizer against fixtures written by tools/reference/make_tokenizer_fixtures.py, whose
+// oracle is the Hugging Face `tokenizers` package (and jinja2 for the chat template).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "muninn/io/json.hpp"
+#include "muninn/io/tokenizer.hpp"
+
+#ifndef MUNINN_TEST_DATA_DIR
+#define MUNINN_TEST_DATA_DIR "tests/data"
+#endif
+
+namespace {
+
+using muninn::io::json;
+using muninn::io::tokenizer;
+
+const std::string dir = std::string(MUNINN_TEST_DATA_DIR) + "/tokenizer/";
+
+const json& expected() {
+  static const json e = muninn::io::read_json_file(dir + "expected.json");
+  return e;
+}
+
+std::vector<std::int32_t> ids_of(const json& a) {
+  std::vector<std::int32_t> v;
+  for (const json& x : a.as_array()) v.push_back(std::int32_t(x.as_int()));
+  return v;
+}
+
+std::vector<std::string> strings_of(const json& a) {
+  std::vector<std::string> v;
+  for (const json& x : a.as_array()) v.push_back(x.as_string());
+  return v;
+}
+
+// Byte spans from the scanner, as strings.
+std::vector<std::string> scan_pieces(const std::string& pattern, const std::string& text) {
+  const auto sc = muninn::io::detail::find_scanner(pattern);
+  EXPECT_TRUE(sc.has_value()) << pattern;
+  std::vector<std::string> out;
+  if (!sc) return out;
+  for (const auto& s : muninn::io::detail::scan(*sc, text)) out.push_back(text.substr(s.first, s.second - s.first));
+  return out;
+}
+
+class Fixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Fixture, EncodeAndDecodeMatchHuggingFace) {
+  const json& e = expected().at("tokenizers").at(GetParam());
+  const tokenizer tok = tokenizer::from_file(dir + e.at("file").as_string());
+  EXPECT_EQ(tok.vocab_size(), e.at("vocab_size").as_int());
+  int n = 0;
+  for (const json& c : e.at("cases").as_array()) {
+    const std::string& text = c.at("text").as_string();
+    SCOPED_TRACE("text: \"" + text + "\"");
+    const auto ids = tok.encode(text);
+    EXPECT_EQ(ids, ids_of(c.at("ids")));
+    EXPECT_EQ(tok.encode(text, true), ids_of(c.at("ids_with_special")));
+    EXPECT_EQ(tok.decode(ids), c.at("decoded").as_string());
+    EXPECT_EQ(tok.decode(ids, true), c.at("decoded_skip_special").as_string());
+    ++n;
+  }
+  EXPECT_GE(n, 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizer, Fixture,
+                         ::testing::Values("gpt2", "llama3", "gpt2_prefix", "llama3_removed", "digits"));
+
+TEST(Tokenizer, SingleIdDecodingReplacesCutCharactersLikeRust) {
+  const json& e = expected().at("tokenizers").at("gpt2");
+  const tokenizer tok = tokenizer::from_file(dir + "gpt2.json");
+  const auto want = strings_of(e.at("single_id_decodes"));
+  ASSERT_EQ(std::int64_t(want.size()), tok.vocab_size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::vector<std::int32_t> one = {std::int32_t(i)};
+    EXPECT_EQ(tok.decode(one), want[i]) << "id " << i;
+  }
+  const auto byte_ids = ids_of(e.at("byte_tokens"));
+  for (unsigned b = 0; b < 256; ++b) {
+    std::string s;
+    muninn::io::detail::append_utf8(s, muninn::io::detail::byte_to_code_point(b));
+    EXPECT_EQ(tok.token_to_id(s).value_or(-1), byte_ids[b]) << "byte " << b;
+    EXPECT_EQ(tok.token_bytes(byte_ids[b]), std::string(1, char(b)));
+  }
+}
+
+TEST(Tokenizer, Utf8LossyHandCases) {
+  using muninn::io::detail::utf8_lossy;
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(utf8_lossy("ok \xC3\xA9"), "ok \xC3\xA9");
+  EXPECT_EQ(utf8_lossy("\xE2\x82" "A"), r + "A");           // truncated 3-byte sequence: one replacement
+  EXPECT_EQ(utf8_lossy("x\xF0\x9F\x98"), "x" + r);          // truncated at the end
+  EXPECT_EQ(utf8_lossy("\xC0\x80"), r + r);                  // C0 never starts a sequence
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), r + r + r);          // surrogate: ED then two stray continuations
+  EXPECT_EQ(utf8_lossy("\xF4\x90\x80\x80"), r + r + r + r);  // above U+10FFFF
+  EXPECT_EQ(utf8_lossy("\xFF"), r);
+}
+
+TEST(Tokenizer, RegexScannersMatchPythonRegex) {
+  for (const char* name : {"gpt2", "llama3"}) {
+    const json& e = expected().at("regex_splits").at(name);
+    const std::string& pattern = e.at("pattern").as_string();
+    int n = 0;
+    for (const json& c : e.at("cases").as_array()) {
+      const std::string& text = c[0].as_string();
+      EXPECT_EQ(scan_pieces(pattern, text), strings_of(c[1])) << name << " on \"" << text << "\"";
+      ++n;
+    }
+    EXPECT_GT(n, 300);
+  }
+}
+
+TEST(Tokenizer, PatternFamilyIsRecognisedAndOthersAreNot) {
+  using muninn::io::detail::find_scanner;
+  using muninn::io::detail::regex_kind;
+  const std::string head = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|)";
+  const std::string tail = R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  EXPECT_EQ(find_scanner(head + R"(\p{N}{1,3})" + tail)->max_digits, 3);
+  EXPECT_EQ(find_scanner(head + R"(\p{N}{1,2})" + tail)->max_digits, 2);
+  EXPECT_EQ(find_scanner(head + R"(\p{N})" + tail)->max_digits, 1);
+  EXPECT_EQ(find_scanner(head + R"(\p{N}{1,3})" + tail)->kind, regex_kind::llama3);
+  // Control characters written literally instead of \r \n escapes.
+  std::string raw = head + R"(\p{N}{1,3})" + tail;
+  for (std::size_t at; (at = raw.find("\\r")) != std::string::npos;) raw.replace(at, 2, "\r");
+  for (std::size_t at; (at = raw.find("\\n")) != std::string::npos;) raw.replace(at, 2, "\n");
+  EXPECT_TRUE(find_scanner(raw).has_value());
+  EXPECT_FALSE(find_scanner(head + R"(\p{N}{1,4})" + tail).has_value());
+  EXPECT_FALSE(find_scanner(R"(\s+)").has_value());
+  // Digits 1 to 3 at a time; a 4-digit cap would differ.
+  EXPECT_EQ(scan_pieces(head + R"(\p{N}{1,2})" + tail, "12345"), (std::vector<std::string>{"12", "34", "5"}));
+}
+
+TEST(Tokenizer, CharacterClassesMatchOniguruma) {
+  using namespace muninn::io::detail;
+  const json& e = expected().at("classes");
+  const std::string& classes = e.at("classes").as_string();
+  const std::uint32_t step = std::uint32_t(e.at("step").as_int());
+  const std::uint32_t end = std::uint32_t(e.at("end").as_int());
+  std::size_t k = 0;
+  for (std::uint32_t cp = 0; cp < end; cp += step) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    ASSERT_LT(k, classes.size());
+    const char want = classes[k++];
+    const char got = is_letter(cp) ? 'L' : is_number(cp) ? 'N' : is_space(cp) ? 'S' : 'O';
+    EXPECT_EQ(got, want) << "U+" << std::hex << cp;
+  }
+  EXPECT_EQ(k, classes.size());
+  // Scripts named in the design: Latin, Greek, Cyrillic, CJK, Arabic, Hebrew, Devanagari, Hangul, kana, fullwidth.
+  for (std::uint32_t cp : {0xE9u, 0x3B1u, 0x436u, 0x4E2Du, 0x628u, 0x5D0u, 0x915u, 0xD55Cu, 0x3042u, 0x30ABu, 0xFF21u})
+    EXPECT_TRUE(is_letter(cp)) << std::hex << cp;
+  for (std::uint32_t cp : {0x663u, 0x96Au, 0xFF11u, 0x2167u, 0xBDu, 0xB2u})
+    EXPECT_TRUE(is_number(cp)) << std::hex << cp;
+  for (std::uint32_t cp : {0x301u, 0x1F600u, 0x3002u, 0xFF0Cu, 0x1Cu}) {
+    EXPECT_FALSE(is_letter(cp) || is_number(cp) || is_space(cp)) << std::hex << cp;
+  }
+}
+
+TEST(Tokenizer, SplitBehaviorsAndDigitsMatchHuggingFace) {
+  using namespace muninn::io::detail;
+  const json& e = expected().at("pre_tokenizers");
+  const auto behavior = [](const std::string& s) {
+    if (s == "Removed") return split_behavior::removed;
+    if (s == "Isolated") return split_behavior::isolated;
+    if (s == "MergedWithPrevious") return split_behavior::merged_with_previous;
+    if (s == "MergedWithNext") return split_behavior::merged_with_next;
+    return split_behavior::contiguous;
+  };
+  for (const json& c : e.at("split").as_array()) {
+    pre_step st;
+    st.type = pre_step::kind::split_string;
+    st.literal = "-";
+    st.behavior = behavior(c.at("behavior").as_string());
+    st.invert = c.at("invert").as_bool();
+    const std::string& text = c.at("text").as_string();
+    EXPECT_EQ(apply_pre_step(st, {text}), strings_of(c.at("pieces")))
+        << c.at("behavior").as_string() << " invert=" << st.invert << " on \"" << text << "\"";
+  }
+  for (const json& c : e.at("digits").as_array()) {
+    pre_step st;
+    st.type = pre_step::kind::digits;
+    st.individual_digits = c.at("individual_digits").as_bool();
+    const std::string& text = c.at("text").as_string();
+    EXPECT_EQ(apply_pre_step(st, {text}), strings_of(c.at("pieces"))) << text;
+  }
+}
+
+TEST(Tokenizer, ChatTemplateMatchesJinja) {
+  const tokenizer tok = tokenizer::from_file(dir + "gpt2.json");
+  int n = 0;
+  for (const json& c : expected().at("chat").as_array()) {
+    std::vector<muninn::io::chat_message> msgs;
+    for (const json& m : c.at("messages").as_array())
+      msgs.push_back({m.at("role").as_string(), m.at("content").as_string()});
+    const bool gen = c.at("add_generation_prompt").as_bool();
+    EXPECT_EQ(tokenizer::apply_chat_template(msgs, gen), c.at("text").as_string());
+    EXPECT_EQ(tok.encode_chat(msgs, gen), ids_of(c.at("gpt2_ids")));
+    ++n;
+  }
+  EXPECT_EQ(n, 10);
+  // Hand-written: the exact shape of reference/huginn.md §1.
+  EXPECT_EQ(tokenizer::apply_chat_template({{"user", " Hi \n"}}, true),
+            "<|begin_text|><|begin_header|>user<|end_header|>\n\nHi<|end_turn|>"
+            "<|begin_header|>Huginn<|end_header|>\n\n");
+  EXPECT_EQ(tokenizer::apply_chat_template({{"user", "a"}, {"assistant", "b"}}, false),
+            "<|begin_text|><|begin_header|>user<|end_header|>\n\na<|end_turn|>"
+            "<|begin_header|>Huginn<|end_header|>\n\nb<|end_turn|><|end_text|>");
+}
+
+TEST(Tokenizer, SpecialTokensAndLookups) {
+  const tokenizer tok = tokenizer::from_file(dir + "gpt2.json");
+  const auto bos = tok.token_to_id("<|begin_text|>");
+  const auto eos = tok.token_to_id("<|end_text|>");
+  ASSERT_TRUE(bos && eos);
+  EXPECT_EQ(*eos, *bos + 1);  // Huginn's order: begin_text, end_text, begin_header, ...
+  EXPECT_TRUE(tok.is_special(*bos));
+  EXPECT_FALSE(tok.is_special(0));
+  EXPECT_EQ(tok.id_to_token(*eos), "<|end_text|>");
+  EXPECT_EQ(tok.added_tokens().size(), 36u);
+  EXPECT_FALSE(tok.token_to_id("<|no such token|>").has_value());
+  EXPECT_THROW(tok.id_to_token(std::int32_t(tok.vocab_size())), muninn::error);
+  EXPECT_THROW(tok.id_to_token(-1), muninn::error);
+  // Default encode() adds nothing; the post-processor appends EOS only on request.
+  EXPECT_EQ(tok.encode("Hi").back(), tok.token_to_id("i").value());
+  EXPECT_EQ(tok.encode("Hi", true).back(), *eos);
+  // Unknown ids are skipped by decode(), as tokenizers does.
+  EXPECT_EQ(tok.decode(std::vector<std::int32_t>{-3, 1 << 20, *tok.token_to_id("H")}), "H");
+  // Pre-tokenizer pieces are raw bytes.
+  EXPECT_EQ(tok.pre_tokenize("Hello  world\n"), (std::vector<std::string>{"Hello", " ", " world", "\n"}));
+}
+
+TEST(Tokenizer, EncodeIsThreadSafe) {
+  const tokenizer tok = tokenizer::from_file(dir + "llama3.json");
+  const std::string text = "Grüße aus München! 1234567 Привет, мир! 你好 😀\n\n";
+  const auto want = tok.encode(text);
+  std::vector<std::vector<std::int32_t>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 200; ++k) got[t] = tok.encode(text + std::to_string(k % 7));
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(tok.decode(got[t]), text + std::to_string(199 % 7));
+  EXPECT_EQ(tok.encode(text), want);
+}
+
+// A minimal tokenizer.json with bytes 'a' and 'b' and one merge, and fields replaced by the caller.
+std::string mini(const std::string& model_type = "\"BPE\"", const std::string& pre =
+                     R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":true})",
+                 const std::string& normalizer = "null", const std::string& decoder = R"({"type":"ByteLevel"})") {
+  return R"({"version":"1.0","added_tokens":[{"id":3,"content":"<s>","special":true}],"normalizer":)" + normalizer +
+         R"(,"pre_tokenizer":)" + pre + R"(,"post_processor":null,"decoder":)" + decoder +
+         R"(,"model":{"type":)" + model_type + R"(,"vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]}})";
+}
+
+std::string error_of(const std::string& text, const std::string& name = "mini.json") {
+  try {
+    tokenizer::from_string(text, name);
+  } catch (const muninn::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Tokenizer, MinimalTokenizerWorks) {
+  const tokenizer tok = tokenizer::from_string(mini(), "mini.json");
+  EXPECT_EQ(tok.encode("abab<s>ba"), (std::vector<std::int32_t>{2, 2, 3, 1, 0}));
+  EXPECT_EQ(tok.decode({2, 3, 1}), "ab<s>b");
+  EXPECT_EQ(tok.decode({2, 3, 1}, true), "abb");
+  // Bytes missing from the vocabulary (and no unk token) are dropped before merging, as tokenizers does.
+  EXPECT_EQ(tok.encode("acb"), (std::vector<std::int32_t>{2}));
+  EXPECT_EQ(tok.encode("a c b"), (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(tok.vocab_size(), 4);
+
+  // ignore_merges: a piece that is itself in the vocabulary is one token even when no merge leads to it.
+  std::string text = mini();
+  text.replace(text.find(R"("ab":2})"), 7, R"("ab":2,"c":5,"abc":6},"ignore_merges":true)");
+  const tokenizer im = tokenizer::from_string(text, "ignore_merges.json");
+  EXPECT_EQ(im.encode("abc abcab"), (std::vector<std::int32_t>{6, 2, 5, 2}));  // values from tokenizers
+  text.replace(text.find("\"ignore_merges\":true"), 20, "\"ignore_merges\":false");
+  EXPECT_EQ(tokenizer::from_string(text, "merges.json").encode("abc abcab"),
+            (std::vector<std::int32_t>{2, 5, 2, 5, 2}));
+}
+
+TEST(Tokenizer, ErrorsNameTheFileAndTheProblem) {
+  const auto has = [](const std::string& msg, const std::string& part) {
+    EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected to contain: " << part;
+  };
+  try {
+    tokenizer::from_file(dir + "no_such_tokenizer.json");
+    ADD_FAILURE() << "no error for a missing file";
+  } catch (const muninn::error& e) {
+    has(e.what(), "no_such_tokenizer.json");
+  }
+  has(error_of("{\"model\": [1, 2", "broken.json"), "broken.json");
+  std::string msg = error_of(mini("\"WordPiece\""));
+  has(msg, "mini.json");
+  has(msg, "WordPiece");
+  const std::string pattern = R"(\p{L}+|\s+)";
+  msg = error_of(mini("\"BPE\"", R"({"type":"Split","pattern":{"Regex":"\\p{L}+|\\s+"},"behavior":"Isolated"})"));
+  has(msg, "mini.json");
+  has(msg, pattern);
+  has(error_of(mini("\"BPE\"", R"({"type":"Metaspace"})")), "Metaspace");
+  has(error_of(mini("\"BPE\"", "null")), "pre_tokenizer");
+  has(error_of(mini("\"BPE\"", R"({"type":"Sequence","pretokenizers":[{"type":"Digits"}]})")), "ByteLevel");
+  has(error_of(mini("\"BPE\"", R"({"type":"ByteLevel"})", R"({"type":"NFC"})")), "NFC");
+  has(error_of(mini("\"BPE\"", R"({"type":"ByteLevel"})", "null", R"({"type":"WordPiece"})")), "decoder");
+  std::string bad_merge = mini();
+  bad_merge.replace(bad_merge.find("\"a b\""), 5, "\"a c\"");
+  has(error_of(bad_merge), "merge 0");
+}
+
+}  // namespace
