@@ -65,7 +65,7 @@ BENCHMARK(BM_TinyCheckpointForward)->Unit(benchmark::kMicrosecond);
 void BM_SmallPrefill(benchmark::State& state) {
   const auto& m = small_model();
   const std::int64_t n = state.range(0), r = state.range(1);
-  std::vector<std::int32_t> ids(std::size_t(n));
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = std::int32_t((i * 7919) % m.config().vocab_size);
   muninn::run_options o;
   o.steps = r;

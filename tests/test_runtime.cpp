@@ -192,7 +192,9 @@ TEST(Speculative, GreedyOutputEqualsPlainGreedyAtVerifyDepth) {
         spec.lookahead = look;
         const auto got = generate(m, {117, 4, 44, 64, 100}, spec);
         EXPECT_EQ(got.tokens, want.tokens) << "draft " << draft << " lookahead " << look;
-        if (draft == 8) EXPECT_EQ(got.accepted, got.drafted);  // drafts at verify depth always agree
+        if (draft == 8) {
+          EXPECT_EQ(got.accepted, got.drafted);  // drafts at verify depth always agree
+        }
       }
     }
   }

@@ -19,11 +19,21 @@ Public API (kept stable, other scripts import it):
       .embed_inputs / .initialize_state / .iterate_one_step / .predict_from_latents
       .generate_greedy(ids, max_new_tokens, num_steps)         (uses a HuginnCache)
       .generate_greedy_nocache(ids, max_new_tokens, num_steps) (recomputes from scratch)
+      .generate_adaptive(ids, max_new_tokens, num_steps, criterion, threshold, min_steps=0,
+                         check_every=1, kv_budget=0, fallback="latest", warm=None, init="zero")
+                                      (per-token exits, §4.2/§4.4/§5/§6.1; the prompt is fed one
+                                      token per forward, or in lockstep with criterion "none")
+      .forward_adaptive_token(token, cache, num_steps, ...)    (one such forward)
+      .forward_adaptive_lockstep(tokens, cache, num_steps)     (fixed-depth multi-token forward)
       .init_weights(seed, golden=False)
       .save_pretrained(dir, dtype=torch.float32, shards=1, include_freqs_cis=True,
                        duplicate_lm_head=True, omit_config_keys=())
       Huginn.from_pretrained(dir)
     HuginnCache                       one KV slot per executed block call (§4.1, §4.2)
+    AdaptiveKVCache                   per-token KV for adaptive decoding: latest / none fallback,
+                                      kv_budget slot sharing (§4.2 latest-m4, §4.4 compress-s)
+    HaltTracker                       exit criteria kl, entropy-diff, latent-diff, argmax-stable,
+                                      cosine (§5.2)
     compute_freqs_cis(head_dim, block_size, base)
     apply_rope(x, freqs), rms_norm(x, weight, eps)
     sample_num_steps(mean_recurrence, mean_backprop_depth, generator)   (§7.1)
@@ -47,6 +57,8 @@ __all__ = [
     "HuginnConfig",
     "Huginn",
     "HuginnCache",
+    "AdaptiveKVCache",
+    "HaltTracker",
     "SandwichBlock",
     "PreNormBlock",
     "RMSNorm",
@@ -394,6 +406,172 @@ class HuginnCache:
 
 
 # ----------------------------------------------------------------------------------------------
+# Token-by-token adaptive decoding: per-token KV with fallbacks (§4.2 latest-m4, §4.4 compress-s)
+# and exit criteria (§5)
+# ----------------------------------------------------------------------------------------------
+KV_FALLBACKS = ("latest", "none")
+HALT_CRITERIA = ("none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine")
+LOGIT_CRITERIA = ("kl", "entropy-diff", "argmax-stable")
+
+
+class AdaptiveKVCache:
+    """KV cache for adaptive decoding, where tokens may run different step counts.
+
+    A forward feeds one token, or (fixed depth only) a block of n tokens in lockstep: every token
+    of the block runs step s together, writes its step-s entries and attends to the block's
+    step-s entries under the causal mask.
+
+    Slots are the logical slots of HuginnCache (prelude i -> i, core step s layer j -> P + C*s + j,
+    coda c -> -(c+1)).  With kv_budget k > 0 a core slot is stored at its physical slot
+    P + C*(s % k) + j, so a later step overwrites an earlier one (compress-s{C*k}, §4.4).
+
+    A read at a core slot returns, for every earlier position p, the entry p wrote there.  If p
+    never wrote it (p exited after e steps, e <= the physical step), then
+      fallback "latest": p's entry of its last step e-1, same layer j (latest-m4, §4.2);
+      fallback "none":   p is left out of the keys and values (skip).
+    Prelude and coda slots exist for every position (coda entries are overwritten by each head
+    run of that position; the last write wins).
+
+    Protocol: begin(pos, n=1) before a forward of n tokens (pos = number of finished tokens),
+    then the model's blocks call update(k, v, slot) with k, v [1, Hkv, n, D], then
+    finish(steps_used) (the same count for all n tokens).  Batch 1 only.
+    With trace=True every write is also appended to self.trace as (pos, logical slot, k, v),
+    one entry per token (k, v [1, Hkv, 1, D]).
+    """
+
+    def __init__(self, n_prelude: int, n_core: int, kv_budget: int = 0, fallback: str = "latest",
+                 trace: bool = False) -> None:
+        if fallback not in KV_FALLBACKS:
+            raise ValueError(f"unknown KV fallback {fallback!r} (latest|none)")
+        if kv_budget < 0:
+            raise ValueError(f"kv_budget must be >= 0, got {kv_budget}")
+        self.P, self.C, self.kv_budget, self.fallback = n_prelude, n_core, kv_budget, fallback
+        self.entries: Dict[int, Dict[int, Tuple[torch.Tensor, torch.Tensor]]] = {}  # physical slot -> pos -> (k, v)
+        self.steps_used: List[int] = []
+        self.pos, self.n = -1, 0
+        self.trace: Optional[List[Tuple[int, int, torch.Tensor, torch.Tensor]]] = [] if trace else None
+
+    def physical_slot(self, slot: int) -> int:
+        if slot < self.P:  # prelude and coda (negative) slots are not shared
+            return slot
+        s, j = divmod(slot - self.P, self.C)
+        if self.kv_budget > 0:
+            s %= self.kv_budget
+        return self.P + self.C * s + j
+
+    def begin(self, pos: int, n: int = 1) -> None:
+        if pos != len(self.steps_used):
+            raise RuntimeError(f"AdaptiveKVCache: begin({pos}) after {len(self.steps_used)} finished tokens")
+        if n < 1:
+            raise ValueError(f"AdaptiveKVCache: begin() of {n} tokens")
+        self.pos, self.n = pos, n
+
+    def finish(self, steps_used: int) -> None:
+        if steps_used < 1:
+            raise ValueError("a token runs at least one recurrence step")
+        self.steps_used.extend([int(steps_used)] * self.n)
+        self.pos, self.n = -1, 0
+
+    @property
+    def seen_tokens(self) -> int:
+        return len(self.steps_used)
+
+    def update(self, k: torch.Tensor, v: torch.Tensor, slot: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.pos < 0:
+            raise RuntimeError("AdaptiveKVCache.update outside begin()/finish()")
+        if k.shape[0] != 1 or k.shape[2] != self.n:
+            raise ValueError(f"AdaptiveKVCache expects {self.n} token(s) of batch 1, got k {tuple(k.shape)}")
+        phys = self.physical_slot(slot)
+        here = self.entries.setdefault(phys, {})
+        for i in range(self.n):
+            ki, vi = k[:, :, i : i + 1], v[:, :, i : i + 1]
+            here[self.pos + i] = (ki, vi)
+            if self.trace is not None:
+                self.trace.append((self.pos + i, slot, ki, vi))
+        ks, vs = [], []
+        for p in range(self.pos):
+            ent = here.get(p)
+            if ent is None:
+                if slot < self.P:
+                    raise RuntimeError(f"position {p} has no entry in prelude/coda slot {slot}")
+                if self.fallback == "none":
+                    continue
+                j = (slot - self.P) % self.C
+                last = self.P + self.C * (self.steps_used[p] - 1) + j
+                ent = self.entries[self.physical_slot(last)][p]
+            ks.append(ent[0])
+            vs.append(ent[1])
+        ks.append(k)
+        vs.append(v)
+        return torch.cat(ks, dim=2), torch.cat(vs, dim=2)
+
+
+class HaltTracker:
+    """One token's exit test (§5.2), values in float64 from the fp32 logits / states.
+
+    "Previous" values start as: uniform log-probabilities log(1/V) (kl), entropy 100
+    (entropy-diff), argmax -1 with counter 0 (argmax-stable), the token's initial state
+    (latent-diff, cosine).  They are replaced at every evaluated step only.  update() returns
+    True to exit: value < threshold, except argmax-stable: counter >= threshold.
+    """
+
+    def __init__(self, criterion: str, threshold: float, x0: torch.Tensor, vocab: int) -> None:
+        if criterion not in HALT_CRITERIA:
+            raise ValueError(f"unknown exit criterion {criterion!r} {HALT_CRITERIA}")
+        self.criterion, self.threshold = criterion, float(threshold)
+        self.x0 = x0.detach().clone()
+        self.prev_x = x0.detach().reshape(-1).double().clone()
+        self.prev_logp = torch.full((vocab,), -math.log(vocab), dtype=torch.float64)
+        self.prev_entropy = 100.0
+        self.prev_argmax, self.count = -1, 0
+        self.value = float("nan")
+        self.history: List[float] = []  # the value at each evaluated step
+        self.top_gaps: List[float] = []  # logit criteria: top1 - top2 logit at each evaluated step
+
+    @property
+    def needs_logits(self) -> bool:
+        return self.criterion in LOGIT_CRITERIA
+
+    def update(self, x: torch.Tensor, logits: Optional[torch.Tensor]) -> bool:
+        c = self.criterion
+        if c == "none":
+            return False
+        if c in ("latent-diff", "cosine"):
+            xd = x.detach().reshape(-1).double()
+            if c == "latent-diff":
+                val = float(torch.linalg.vector_norm(xd - self.prev_x)) / max(float(torch.linalg.vector_norm(xd)), 1e-30)
+            else:
+                den = float(torch.linalg.vector_norm(xd)) * float(torch.linalg.vector_norm(self.prev_x))
+                val = 1.0 - float(torch.dot(xd, self.prev_x)) / max(den, 1e-30)
+            self.prev_x = xd.clone()
+            exit_now = val < self.threshold
+        else:
+            lf = logits.detach().reshape(-1)
+            logp = torch.log_softmax(lf.double(), dim=-1)
+            top2 = lf.topk(2).values
+            self.top_gaps.append(float(top2[0] - top2[1]))
+            if c == "argmax-stable":
+                am = int(torch.argmax(lf))  # first maximum on ties
+                self.count = self.count + 1 if am == self.prev_argmax else 0
+                self.prev_argmax = am
+                val = float(self.count)
+                exit_now = val >= self.threshold
+            elif c == "entropy-diff":
+                p = logp.exp()
+                H = float(-(p * torch.log(p + 1e-10)).sum())
+                val = abs(H - self.prev_entropy)
+                self.prev_entropy = H
+                exit_now = val < self.threshold
+            else:  # kl
+                val = float((self.prev_logp.exp() * (self.prev_logp - logp)).sum())
+                self.prev_logp = logp
+                exit_now = val < self.threshold
+        self.value = val
+        self.history.append(val)
+        return exit_now
+
+
+# ----------------------------------------------------------------------------------------------
 # Modules (attribute names == HF checkpoint names)
 # ----------------------------------------------------------------------------------------------
 class RMSNorm(nn.Module):
@@ -649,6 +827,191 @@ class Huginn(nn.Module):
             out.append(nxt)
             seq = torch.cat([seq, nxt.unsqueeze(1)], dim=1)
         return torch.stack(out, dim=1)
+
+    @torch.no_grad()
+    def forward_adaptive_token(
+        self,
+        token: int,
+        cache: AdaptiveKVCache,
+        num_steps: int,
+        criterion: str = "none",
+        threshold: float = 0.0,
+        min_steps: int = 0,
+        check_every: int = 1,
+        x0: Optional[torch.Tensor] = None,
+        init: str = "zero",
+        generator: Optional[torch.Generator] = None,
+    ) -> Tuple[torch.Tensor, int, torch.Tensor, HaltTracker]:
+        """Feed ONE token at position cache.seen_tokens, with a per-token exit test (§5.1).
+
+        x0: the initial state [1,1,h] (warm start); None means initialize_state(e, init).
+        The check after step s (0-based) runs when s+1 < num_steps, s >= min_steps and
+        (s - min_steps) % check_every == 0.  Logit criteria run the head (coda slots rewritten)
+        at every check; state criteria run it only at the exit.
+        Returns (exit logits [V] fp32, steps used, final raw state [1,1,h], the tracker).
+        """
+        if num_steps < 1:
+            raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+        if check_every < 1:
+            raise ValueError(f"check_every must be >= 1, got {check_every}")
+        pos = cache.seen_tokens
+        cache.begin(pos)
+        freqs = self._freqs(pos, 1)
+        ids = torch.tensor([[int(token)]], dtype=torch.long, device=self.freqs_cis.device)
+        e = self.embed_inputs(ids, freqs, cache)
+        x = self.initialize_state(e, init, generator) if x0 is None else x0.reshape(e.shape).to(e.dtype)
+        V = self.config.padded_vocab_size
+        tracker = HaltTracker(criterion, threshold, x, V)
+        logits, used = None, num_steps
+        for s in range(num_steps):
+            x = self.iterate_one_step(e, x, freqs, s, cache)
+            check = criterion != "none" and s + 1 < num_steps and s >= min_steps and (s - min_steps) % check_every == 0
+            if not check:
+                continue
+            lg = self.predict_from_latents(x, freqs, cache) if tracker.needs_logits else None
+            if tracker.update(x, lg):
+                logits = lg if lg is not None else self.predict_from_latents(x, freqs, cache)
+                used = s + 1
+                break
+        if logits is None:
+            logits = self.predict_from_latents(x, freqs, cache)
+        cache.finish(used)
+        return logits[0, 0], used, x, tracker
+
+    @torch.no_grad()
+    def forward_adaptive_lockstep(
+        self,
+        tokens: Sequence[int],
+        cache: AdaptiveKVCache,
+        num_steps: int,
+        init: str = "zero",
+        generator: Optional[torch.Generator] = None,
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Feed n tokens at positions cache.seen_tokens.. in ONE fixed-depth forward (no exit test).
+
+        All n tokens run steps 0..num_steps-1 together: at step s each writes its step-s K/V
+        (physical slot s % kv_budget with a budget) and attends, under the causal mask, to the
+        step-s entries of the earlier tokens of this call plus what the cache holds for the
+        tokens before it.  Every token starts from initialize_state(e, init): there is no warm
+        start inside the call (huginn.md §6.1, "first call").
+        Returns (logits [n, V] fp32, final raw states [1, n, h], initial states [1, n, h]).
+        """
+        if num_steps < 1:
+            raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+        n = len(tokens)
+        pos = cache.seen_tokens
+        cache.begin(pos, n)
+        freqs = self._freqs(pos, n)
+        ids = torch.tensor([[int(t) for t in tokens]], dtype=torch.long, device=self.freqs_cis.device)
+        e = self.embed_inputs(ids, freqs, cache)
+        x0 = self.initialize_state(e, init, generator)
+        x = x0
+        for s in range(num_steps):
+            x = self.iterate_one_step(e, x, freqs, s, cache)
+        logits = self.predict_from_latents(x, freqs, cache)
+        cache.finish(num_steps)
+        return logits[0], x, x0
+
+    @torch.no_grad()
+    def generate_adaptive(
+        self,
+        ids: torch.Tensor,
+        max_new_tokens: int,
+        num_steps: int,
+        criterion: str = "none",
+        threshold: float = 0.0,
+        min_steps: int = 0,
+        check_every: int = 1,
+        kv_budget: int = 0,
+        fallback: str = "latest",
+        warm: Optional[str] = None,
+        init: str = "zero",
+        return_details: bool = False,
+        cache: Optional[AdaptiveKVCache] = None,
+    ):
+        """Greedy decoding with per-token exits; the new tokens are fed one per forward.
+
+        The prompt: with an exit criterion it is fed one token per forward too, so that every
+        prompt token exits at its own step (forward_adaptive_token).  With criterion "none" it is
+        fed in ONE lockstep forward (forward_adaptive_lockstep, the HF "first call"): all prompt
+        tokens run the steps together and start from the init state.
+        KV: AdaptiveKVCache with kv_budget (0: a slot per step) and fallback ("latest" | "none").
+        warm: None, "raw" (start each token fed alone, after the first fed position, from the
+        previous position's final raw state) or "normalized" (ln_f of that state, §6.1); after a
+        lockstep prompt the first new token starts from the last prompt token's final state.
+        The new token is the argmax of the exit logits.
+
+        Returns (new ids [1, n], steps per generated token [n], steps per fed position
+        [len(prompt) + n - 1]); generated token i was chosen by fed position len(prompt)-1+i.
+        With return_details a 4th item is a dict, one entry per fed position: "logits" (exit
+        logits [V]), "states" (final raw state [1,1,h]), "x0" (initial state [1,1,h]), "checks"
+        (criterion values in check order), "check_gaps" (logit criteria: top1-top2 logit gap at
+        each check); and "cache".
+        """
+        seq = ids if ids.dim() == 2 else ids.unsqueeze(0)
+        if seq.shape[0] != 1:
+            raise ValueError("generate_adaptive: batch 1 only")
+        if warm not in (None, "none", "raw", "normalized"):
+            raise ValueError(f"unknown warm start {warm!r} (None|raw|normalized)")
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        cfg = self.config
+        if cache is None:
+            cache = AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget, fallback)
+        prompt = [int(t) for t in seq[0].tolist()]
+        fed_steps: List[int] = []
+        all_logits: List[torch.Tensor] = []
+        checks: List[List[float]] = []
+        check_gaps: List[List[float]] = []
+        states: List[torch.Tensor] = []
+        starts: List[torch.Tensor] = []
+        new: List[int] = []
+        prev_state: Optional[torch.Tensor] = None
+
+        def feed(tok: int) -> torch.Tensor:
+            nonlocal prev_state
+            x0 = None
+            if warm in ("raw", "normalized") and prev_state is not None:
+                x0 = prev_state if warm == "raw" else self.transformer["ln_f"](prev_state)
+            lg, used, x, tr = self.forward_adaptive_token(
+                tok, cache, num_steps, criterion, threshold, min_steps, check_every, x0, init
+            )
+            prev_state = x
+            fed_steps.append(used)
+            all_logits.append(lg)
+            checks.append(list(tr.history))
+            check_gaps.append(list(tr.top_gaps))
+            states.append(x)
+            starts.append(tr.x0)
+            return lg
+
+        if criterion == "none":
+            lgs, xs, x0s = self.forward_adaptive_lockstep(prompt, cache, num_steps, init)
+            for i in range(len(prompt)):
+                fed_steps.append(num_steps)
+                all_logits.append(lgs[i])
+                checks.append([])
+                check_gaps.append([])
+                states.append(xs[:, i : i + 1])
+                starts.append(x0s[:, i : i + 1])
+            prev_state, lg = states[-1], all_logits[-1]
+        else:
+            for tok in prompt:
+                lg = feed(tok)
+        for i in range(max_new_tokens):
+            nxt = int(torch.argmax(lg))
+            new.append(nxt)
+            if i + 1 < max_new_tokens:
+                lg = feed(nxt)
+        n_p = len(prompt)
+        gen_steps = fed_steps[n_p - 1 :]
+        assert len(gen_steps) == max_new_tokens
+        out = torch.tensor([new], dtype=torch.long, device=seq.device)
+        if return_details:
+            details = {"logits": all_logits, "states": states, "x0": starts, "checks": checks,
+                       "check_gaps": check_gaps, "cache": cache}
+            return out, gen_steps, fed_steps, details
+        return out, gen_steps, fed_steps
 
     # -- init ------------------------------------------------------------------------------------
     @torch.no_grad()

@@ -410,6 +410,317 @@ def choose_prompt(model: H.Huginn, vocab: int, seed: int, length: int = 5, min_d
 
 
 # ----------------------------------------------------------------------------------------------
+# runtime.json: adaptive decoding (exit criteria, KV fallback / budget, warm start, lockstep prompt)
+# ----------------------------------------------------------------------------------------------
+# (name, num_steps, criterion, threshold, min_steps, check_every, kv_budget, fallback, warm)
+RUNTIME_CASES = [
+    ("fixed_r10", 10, "none", 0, 0, 1, 0, "latest", "none"),
+    ("kl_r12", 12, "kl", 2e-3, 0, 1, 0, "latest", "none"),
+    ("entropy_diff_r12", 12, "entropy-diff", 1e-3, 0, 1, 0, "latest", "none"),
+    ("latent_diff_r10", 10, "latent-diff", 0.15, 0, 1, 0, "latest", "none"),
+    ("argmax_stable_r8", 8, "argmax-stable", 3, 0, 1, 0, "latest", "none"),
+    ("cosine_r10", 10, "cosine", 0.02, 0, 1, 0, "latest", "none"),
+    ("kl_min2_every2_r12", 12, "kl", 2e-3, 2, 2, 0, "latest", "none"),
+    ("entropy_diff_min4_r12", 12, "entropy-diff", 1e-3, 4, 1, 0, "latest", "none"),
+    ("latent_diff_min1_every3_r12", 12, "latent-diff", 0.2, 1, 3, 0, "latest", "none"),
+    ("argmax_stable_min2_r9", 9, "argmax-stable", 2, 2, 1, 0, "latest", "none"),
+    ("budget2_fixed_r9", 9, "none", 0, 0, 1, 2, "latest", "none"),
+    ("budget3_fixed_r10", 10, "none", 0, 0, 1, 3, "latest", "none"),
+    ("budget2_kl_r10", 10, "kl", 2e-3, 0, 1, 2, "latest", "none"),
+    ("budget2_entropy_diff_r10", 10, "entropy-diff", 1.5e-3, 0, 1, 2, "latest", "none"),
+    ("budget3_cosine_latest_r10", 10, "cosine", 0.285, 0, 1, 3, "latest", "none"),
+    ("budget3_cosine_none_r10", 10, "cosine", 0.285, 0, 1, 3, "none", "none"),
+    ("budget12_kl_r12", 12, "kl", 2e-3, 0, 1, 12, "latest", "none"),
+    ("fallback_latest_kl_r8", 8, "kl", 5e-3, 0, 1, 0, "latest", "none"),
+    ("fallback_none_kl_r8", 8, "kl", 5e-3, 0, 1, 0, "none", "none"),
+    ("warm_raw_fixed_r10", 10, "none", 0, 0, 1, 0, "latest", "raw"),
+    ("warm_normalized_fixed_r10", 10, "none", 0, 0, 1, 0, "latest", "normalized"),
+    ("warm_raw_kl_r12", 12, "kl", 5e-3, 0, 1, 0, "latest", "raw"),
+    ("warm_normalized_kl_r12", 12, "kl", 3e-3, 0, 1, 0, "latest", "normalized"),
+]
+# Pairs whose outputs must differ (tokens, or the exit logits of the last generated token).
+RUNTIME_MUST_DIFFER = [
+    ("fallback_latest_kl_r8", "fallback_none_kl_r8"),
+    ("budget3_cosine_latest_r10", "budget3_cosine_none_r10"),
+    ("warm_raw_fixed_r10", "warm_normalized_fixed_r10"),
+    ("fixed_r10", "warm_raw_fixed_r10"),
+    ("fixed_r10", "budget3_fixed_r10"),
+]
+RUNTIME_MIN_GAP = 2e-3  # top1 - top2 logit of every greedy decision (and every argmax-stable check)
+RUNTIME_MIN_REL_MARGIN = 0.02  # |value - threshold| / threshold at every check of a value criterion
+
+
+def _f32_list(t: torch.Tensor) -> list:
+    """Shortest decimal strings that round-trip to the same float32 values."""
+    return [float(np.format_float_positional(np.float32(v), unique=True)) for v in t.detach().cpu().numpy()]
+
+
+class ReplayKV:
+    """Brute-force K/V for re-running ONE fed position of an adaptive run.
+
+    Built from the trace of every write of the run (position, logical slot, k, v) and the steps
+    each earlier position used.  For core step s, layer j it states the rule directly, with no
+    physical slots: the steps position p wrote that share s's storage are W = {u < e_p : u == s}
+    (no budget) or {u < e_p : u % k == s % k} (budget k).  If W is not empty p shows step max(W),
+    else "latest" shows step e_p - 1 and "none" leaves p out.  Exception: positions fed together
+    in one lockstep forward (the first `lockstep` positions: the prompt with criterion none) see
+    each other's step-s entry itself.  Prelude and coda entries are p's last writes.
+    """
+
+    def __init__(self, trace, steps_used, t, cfg, kv_budget, fallback, lockstep=0):
+        self.W = {}
+        for pos, slot, k, v in trace:
+            if pos < t:
+                self.W[(pos, slot)] = (k, v)  # the last write wins (the coda is rerun by checks)
+        self.steps_used, self.t, self.kv_budget, self.fallback = steps_used, t, kv_budget, fallback
+        self.lockstep = lockstep
+        self.P, self.C = cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block
+        self.own = []  # (slot, k, v) written by the replayed token
+
+    @property
+    def seen_tokens(self):
+        return self.t
+
+    def begin(self, pos):
+        assert pos == self.t
+
+    def finish(self, steps):
+        self.steps = steps
+
+    def update(self, k, v, slot):
+        self.own.append((slot, k, v))
+        ks, vs = [], []
+        for p in range(self.t):
+            src = slot
+            if slot >= self.P and not (self.t < self.lockstep and p < self.lockstep):
+                s, j = divmod(slot - self.P, self.C)
+                e = self.steps_used[p]
+                if self.kv_budget > 0:
+                    written = [u for u in range(e) if u % self.kv_budget == s % self.kv_budget]
+                else:
+                    written = [u for u in range(e) if u == s]
+                if written:
+                    src = self.P + self.C * max(written) + j
+                elif self.fallback == "latest":
+                    src = self.P + self.C * (e - 1) + j
+                else:
+                    continue
+            kk, vv = self.W[(p, src)]
+            ks.append(kk)
+            vs.append(vv)
+        ks.append(k)
+        vs.append(v)
+        return torch.cat(ks, dim=2), torch.cat(vs, dim=2)
+
+
+def replay_position(model, spec, ids_fed, det, fed, t, n_prompt, fallback=None, lockstep=None):
+    """Re-run fed position t of a finished adaptive run with ReplayKV; returns (logits, steps, cache).
+
+    With criterion none the prompt (n_prompt positions) was fed in lockstep; position t is then
+    re-run alone, reading the earlier prompt positions' entries of the same step.  lockstep
+    overrides the number of lockstep positions (0: apply the token-by-token rule everywhere).
+    """
+    name, R, crit, thr, ms, ce, kb, fb, warm = spec
+    lock = (n_prompt if crit == "none" else 0) if lockstep is None else lockstep
+    cache = ReplayKV(det["cache"].trace, fed, t, model.config, kb, fallback or fb, lockstep=lock)
+    x0 = det["x0"][t]
+    lg, used, _, _ = model.forward_adaptive_token(ids_fed[t], cache, R, crit, thr, ms, ce, x0=x0)
+    return lg, used, cache
+
+
+def check_halt_tracker(log) -> None:
+    """HaltTracker against the formulas of huginn.md §5.2, written with numpy on random sequences."""
+    rng = np.random.default_rng(5)
+    V, h = 50, 16
+    for crit, thr in (("kl", 0.05), ("entropy-diff", 0.05), ("latent-diff", 0.5), ("cosine", 0.1),
+                      ("argmax-stable", 2)):
+        x0 = rng.normal(size=h).astype(np.float32)
+        tr = H.HaltTracker(crit, thr, torch.from_numpy(x0), V)
+        prev_lp, prev_H, prev_x, prev_am, cnt = np.full(V, -np.log(V)), 100.0, x0.astype(np.float64), -1, 0
+        base = rng.normal(size=V)
+        for i in range(12):
+            x = (x0 + rng.normal(size=h) / (i + 1)).astype(np.float32)
+            lg = (base * 3 + rng.normal(size=V) / (i + 1) ** 2).astype(np.float32)
+            got = tr.update(torch.from_numpy(x), torch.from_numpy(lg))
+            l64 = lg.astype(np.float64)
+            lp = l64 - l64.max() - np.log(np.exp(l64 - l64.max()).sum())
+            p = np.exp(lp)
+            xd = x.astype(np.float64)
+            if crit == "kl":
+                val, prev_lp = float(np.sum(np.exp(prev_lp) * (prev_lp - lp))), lp
+            elif crit == "entropy-diff":
+                Hh = float(-np.sum(p * np.log(p + 1e-10)))
+                val, prev_H = abs(Hh - prev_H), Hh
+            elif crit == "latent-diff":
+                val, prev_x = float(np.linalg.norm(xd - prev_x) / np.linalg.norm(xd)), xd
+            elif crit == "cosine":
+                val = 1.0 - float(xd @ prev_x / (np.linalg.norm(xd) * np.linalg.norm(prev_x)))
+                prev_x = xd
+            else:
+                am = int(np.argmax(lg))
+                cnt = cnt + 1 if am == prev_am else 0
+                prev_am, val = am, float(cnt)
+            assert abs(val - tr.value) <= 1e-12 * max(1.0, abs(val)), (crit, i, val, tr.value)
+            want = val >= thr if crit == "argmax-stable" else val < thr
+            assert got == want, (crit, i)
+    # zero initial state: cosine is 1 (no direction yet), latent-diff is 1
+    for crit in ("cosine", "latent-diff"):
+        tr = H.HaltTracker(crit, 0.5, torch.zeros(h), V)
+        tr.update(torch.ones(h), None)
+        assert tr.value == 1.0, (crit, tr.value)
+    log("    HaltTracker == numpy formulas (kl, entropy-diff, latent-diff, cosine, argmax-stable)")
+
+
+def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log) -> None:
+    """tiny_f32/runtime.json: adaptive decoding cases, with self-checks of generate_adaptive."""
+    cfg = model.config
+    n_p = prompt.shape[1]
+    new_n = 8
+    log("  runtime cases (adaptive decoding)")
+    check_halt_tracker(log)
+
+    # 1. criterion none, no budget, no warm start == generate_greedy (chunked prefill + decode)
+    for R in (4, 8, 12):
+        ids, gs, fed, det = model.generate_adaptive(prompt, new_n, R, return_details=True)
+        assert torch.equal(ids, model.generate_greedy(prompt, new_n, R)), R
+        assert gs == [R] * new_n and fed == [R] * (n_p + new_n - 1)
+        with torch.no_grad():
+            full = model(torch.cat([prompt, ids[:, :-1]], dim=1), R)[0]
+        d = maxdiff(torch.stack(det["logits"]), full)
+        assert d < ROUNDOFF, d
+    log(f"    criterion none == generate_greedy (r = 4, 8, 12); exit logits vs full forward {d:.1e}")
+
+    # 2. kv_budget >= num_steps == no budget (bit-identical), with and without exits
+    for crit, thr, fb in (("none", 0, "latest"), ("kl", 2e-3, "latest"), ("kl", 5e-3, "none"), ("cosine", 0.02, "none")):
+        ref = model.generate_adaptive(prompt, new_n, 10, crit, thr, fallback=fb, return_details=True)
+        for kb in (10, 13):
+            got = model.generate_adaptive(prompt, new_n, 10, crit, thr, kv_budget=kb, fallback=fb, return_details=True)
+            assert torch.equal(got[0], ref[0]) and got[1:3] == ref[1:3], (crit, kb)
+            assert all(torch.equal(a, b) for a, b in zip(got[3]["logits"], ref[3]["logits"]))
+    log("    kv_budget >= num_steps == no budget (bit-identical)")
+
+    # 3. the cases
+    cases, by_name = [], {}
+    for spec in RUNTIME_CASES:
+        name, R, crit, thr, ms, ce, kb, fb, warm = spec
+        assert 8 <= R <= 12, name
+        ids, gs, fed, det = model.generate_adaptive(
+            prompt, new_n, R, crit, thr, min_steps=ms, check_every=ce, kv_budget=kb, fallback=fb,
+            warm=warm, return_details=True, cache=H.AdaptiveKVCache(
+                cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget=kb, fallback=fb, trace=True),
+        )
+        gaps = [float(l.topk(2).values[0] - l.topk(2).values[1]) for l in det["logits"][n_p - 1 :]]
+        gap = min(gaps)
+        assert gap > RUNTIME_MIN_GAP, f"{name}: greedy decision too close to a tie ({gap})"
+        case = {
+            "name": name, "prompt": prompt[0].tolist(), "max_new_tokens": new_n, "num_steps": R,
+            "criterion": crit, "threshold": thr, "min_steps": ms, "check_every": ce, "kv_budget": kb,
+            "fallback": fb, "warm": warm, "init": "zero",
+            "expected_tokens": ids[0].tolist(), "expected_steps": gs, "expected_fed_steps": fed,
+            "min_top1_top2_gap": round(gap, 6),
+        }
+        first_exit = ms + 1  # steps used when a token exits at its first check
+        if crit == "none":
+            assert fed == [R] * len(fed)
+        else:
+            assert len(set(fed)) >= 3, f"{name}: exits at too few distinct steps {fed}"
+            assert min(fed) < R and fed != [first_exit] * len(fed), f"{name}: {fed}"
+            assert all(f == R or (f - 1 >= ms and (f - 1 - ms) % ce == 0) for f in fed), f"{name}: {fed}"
+        if crit in ("kl", "entropy-diff", "latent-diff", "cosine"):
+            marg = min(abs(v - thr) / thr for c in det["checks"] for v in c)
+            assert marg > RUNTIME_MIN_REL_MARGIN, f"{name}: a criterion value within {marg:.3f} of the threshold"
+            case["min_rel_threshold_margin"] = round(marg, 4)
+        if crit == "argmax-stable":
+            cg = min(g for c in det["check_gaps"] for g in c)
+            assert cg > RUNTIME_MIN_GAP, f"{name}: an argmax at a check is too close to a tie ({cg})"
+            case["min_check_top1_top2_gap"] = round(cg, 6)
+        case["expected_last_logits"] = _f32_list(det["logits"][-1])
+        assert torch.equal(torch.tensor(case["expected_last_logits"], dtype=torch.float32), det["logits"][-1])
+
+        # brute-force replay of every fed position (the last one is the last generated token's
+        # forward) with explicitly constructed K/V: same exit step, bit-identical logits.  A
+        # lockstep prompt position (criterion none) is re-run alone, not in its [1, n] batch, so
+        # there the logits may differ by fp32 round-off.
+        ids_fed = prompt[0].tolist() + ids[0].tolist()[:-1]
+        for t in range(1, len(fed)):
+            lg, used, rc = replay_position(model, spec, ids_fed, det, fed, t, n_p)
+            assert used == fed[t], (name, t, used, fed[t])
+            if crit == "none" and t < n_p:
+                assert maxdiff(lg, det["logits"][t]) < ROUNDOFF, (name, t, maxdiff(lg, det["logits"][t]))
+            else:
+                assert torch.equal(lg, det["logits"][t]), (name, t, maxdiff(lg, det["logits"][t]))
+        if crit == "none":
+            # the lockstep prompt is the plain full forward of the prompt: a budget does not act
+            # inside it (all prompt tokens are at the same step) and a warm start does not apply
+            with torch.no_grad():
+                full = model(prompt, R)[0]
+            d = maxdiff(torch.stack(det["logits"][:n_p]), full)
+            assert d < ROUNDOFF, (name, d)
+            assert all(not det["x0"][t].any() for t in range(n_p)), name
+        cases.append(case)
+        by_name[name] = (case, det, fed, ids_fed, spec)
+        log(f"    {name:28s} {crit:13s} thr={thr:<6g} r={R:2d} min={ms} every={ce} budget={kb} {fb:6s} "
+            f"warm={warm:10s} -> {ids[0].tolist()} steps {gs} fed {fed} gap {gap:.4f}")
+
+    # the replay has power: the other fallback rule changes the last position where it matters
+    for a, b in RUNTIME_MUST_DIFFER:
+        ca, cb = by_name[a][0], by_name[b][0]
+        dl = float((torch.tensor(ca["expected_last_logits"]) - torch.tensor(cb["expected_last_logits"])).abs().max())
+        assert ca["expected_tokens"] != cb["expected_tokens"] or dl > DETECT, (a, b, dl)
+        log(f"    {a} vs {b}: tokens {'differ' if ca['expected_tokens'] != cb['expected_tokens'] else 'same'}, "
+            f"last logits max|d| = {dl:.3e}")
+    for name in ("fallback_latest_kl_r8", "budget3_cosine_latest_r10", "budget3_cosine_none_r10"):
+        case, det, fed, ids_fed, spec = by_name[name]
+        t = len(fed) - 1
+        other = "none" if spec[7] == "latest" else "latest"
+        lg, _, _ = replay_position(model, spec, ids_fed, det, fed, t, n_p, fallback=other)
+        d = maxdiff(lg, det["logits"][t])
+        assert d > DETECT, (name, d)
+        log(f"    {name}: replaying the last position with fallback '{other}' changes its logits by {d:.3e}")
+    # the lockstep rule has power: replaying the last prompt position of a budget case with the
+    # token-by-token rule (deepest step u < e_p with u = s mod k) changes its logits
+    for name in ("budget2_fixed_r9", "budget3_fixed_r10"):
+        case, det, fed, ids_fed, spec = by_name[name]
+        lg, _, _ = replay_position(model, spec, ids_fed, det, fed, n_p - 1, n_p, lockstep=0)
+        d = maxdiff(lg, det["logits"][n_p - 1])
+        assert d > DETECT, (name, d)
+        log(f"    {name}: replaying the last prompt position without lockstep changes its logits by {d:.3e}")
+    # a budget changes the outputs of fixed-depth decoding; kv_budget >= num_steps does not
+    for name, r in (("budget2_fixed_r9", 9), ("budget3_fixed_r10", 10)):
+        case = by_name[name][0]
+        ids, _, _, det = model.generate_adaptive(prompt, new_n, r, return_details=True)
+        d = maxdiff(torch.tensor(case["expected_last_logits"]), det["logits"][-1])
+        assert case["expected_tokens"] != ids[0].tolist() or d > DETECT, (name, d)
+    k12, k0 = by_name["budget12_kl_r12"][0], by_name["kl_r12"][0]
+    assert k12["expected_tokens"] == k0["expected_tokens"] and k12["expected_fed_steps"] == k0["expected_fed_steps"]
+    assert k12["expected_last_logits"] == k0["expected_last_logits"]
+    # warm start: the first forward starts from zero (the whole prompt when it is fed in lockstep,
+    # criterion none; else its first token), every later token from the previous fed position's
+    # final raw state, or from ln_f of it
+    lnf = model.transformer["ln_f"]
+    for name in ("warm_raw_fixed_r10", "warm_normalized_fixed_r10", "warm_raw_kl_r12", "warm_normalized_kl_r12"):
+        _, det, fed, _, spec = by_name[name]
+        first = n_p if spec[2] == "none" else 1
+        assert all(not det["x0"][t].any() for t in range(first))
+        for t in range(first, len(fed)):
+            prev = det["states"][t - 1]
+            want = prev if spec[8] == "raw" else H.rms_norm(prev, lnf.weight, lnf.eps)
+            assert torch.equal(det["x0"][t], want), (name, t)
+
+    doc = {
+        "description": (
+            "Greedy decoding of the tiny_f32 model in this directory, each new token fed alone with "
+            "its own exit step. The prompt is fed one token per forward with an exit criterion, and "
+            "in one lockstep forward (from the zero state) with criterion none. See "
+            "tests/data/huginn/README.md (runtime.json) for the exact semantics."
+        ),
+        "atol_logits": 1e-4,
+        "cases": cases,
+    }
+    dump_json(doc, os.path.join(out_dir, "runtime.json"))
+
+
+# ----------------------------------------------------------------------------------------------
 # main
 # ----------------------------------------------------------------------------------------------
 def main() -> None:
@@ -467,6 +778,7 @@ def main() -> None:
     write_fixture(d, loaded, tokens32, 7, prompt32,
                   "h=64, 4 heads x 16, ffn 96, vocab 128, layers (1,2,1), r_mean 4, rope_base 10000, "
                   "F32 single file with freqs_cis and a duplicate lm_head.weight", log)
+    write_runtime_cases(d, loaded, prompt32, log)
 
     # ---- tiny_f16: the same weights stored as F16 (freqs_cis stays F32) --------------------------
     log("tiny_f16")
