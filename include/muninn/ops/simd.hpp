@@ -6,30 +6,36 @@
 /// AVX-512F, 8 with AVX, 4 otherwise (SSE2 on x86-64, NEON or scalar code elsewhere). No
 /// intrinsics are used, so the library compiles for any target; `-march=native` only makes it
 /// faster. The width is part of an inline namespace so that translation units built with
-/// different flags do not silently share (ODR-merge) helpers of different widths.
+/// different flags do not silently share (ODR-merge) helpers of different widths. The public
+/// ops are ordinary inline functions: a program that mixes `-march` flags across translation
+/// units gets one of their definitions, as with any header-only library.
 
 #include <cstdint>
 #include <cstring>
 
 #include "muninn/core/macros.hpp"
 
-/// \brief Fully unrolls the next loop (constant trip count), so register-tile arrays stay in
-/// registers: GCC's -O2 does not unroll these loops on its own.
-/// (nvcc's front end does not know the GCC spelling and warns, so CUDA translation units skip it.)
-#if (defined(__clang__) || defined(__GNUC__)) && !defined(__NVCC__)
+// Why: GCC's -O2 does not unroll the constant-trip loops of a register tile, and an array of
+// accumulators that is not fully unrolled lives in memory.
+#if defined(__clang__) || defined(__GNUC__)
+/// \brief Fully unrolls the next loop (constant trip count) so register-tile arrays stay in registers.
 #define MUNINN_UNROLL _Pragma("GCC unroll 32")
 #else
+/// \brief Fully unrolls the next loop (no-op on compilers without the GCC pragma).
 #define MUNINN_UNROLL
 #endif
 
-/// \brief Pins a vector value in a register: an empty asm statement that "modifies" it, so the
-/// compiler can no longer re-read it from memory at every use. GCC's Zen tuning otherwise folds
-/// one load into each FMA that uses the value, doubling or quadrupling the loads of a tile.
+// Why: GCC's Zen tuning folds one load into each FMA that uses a value, re-reading memory once
+// per use and doubling or quadrupling the loads of a tile. An empty asm that "modifies" the
+// value leaves nothing to re-read.
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+/// \brief Pins a vector value in a register (see above).
 #define MUNINN_KEEP_IN_REGISTER(x) __asm__("" : "+v"(x))
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+/// \brief Pins a vector value in a register (see above).
 #define MUNINN_KEEP_IN_REGISTER(x) __asm__("" : "+w"(x))
 #else
+/// \brief Pins a vector value in a register (no-op on this compiler/target).
 #define MUNINN_KEEP_IN_REGISTER(x) ((void)0)
 #endif
 
@@ -37,13 +43,19 @@ namespace muninn {
 namespace detail {
 
 #if defined(__AVX512F__)
+/// \brief Floats per host vector for the target of this translation unit.
 #define MUNINN_SIMD_WIDTH 16
+/// \brief Inline namespace that keeps helpers of different widths apart at link time.
 #define MUNINN_SIMD_ABI simd_w16
 #elif defined(__AVX__)
+/// \brief Floats per host vector for the target of this translation unit.
 #define MUNINN_SIMD_WIDTH 8
+/// \brief Inline namespace that keeps helpers of different widths apart at link time.
 #define MUNINN_SIMD_ABI simd_w8
 #else
+/// \brief Floats per host vector for the target of this translation unit.
 #define MUNINN_SIMD_WIDTH 4
+/// \brief Inline namespace that keeps helpers of different widths apart at link time.
 #define MUNINN_SIMD_ABI simd_w4
 #endif
 
@@ -54,16 +66,13 @@ inline constexpr int simd_width = MUNINN_SIMD_WIDTH;
 
 /// \brief A vector of `simd_width` floats.
 typedef float vfloat __attribute__((vector_size(MUNINN_SIMD_WIDTH * 4)));
-/// \brief A vector of `simd_width` 32-bit ints (for exponent tricks and masks).
-typedef std::int32_t vint __attribute__((vector_size(MUNINN_SIMD_WIDTH * 4)));
+/// \brief A vector of `simd_width` unsigned 32-bit ints (for exponent bit tricks).
+typedef std::uint32_t vuint __attribute__((vector_size(MUNINN_SIMD_WIDTH * 4)));
 
 /// \brief The same vector with only float alignment, and allowed to alias float arrays.
 typedef float vfloat_unaligned __attribute__((vector_size(MUNINN_SIMD_WIDTH * 4), aligned(4), may_alias));
 
-/// \brief Unaligned load.
-///
-/// A typed load rather than memcpy: GCC forwards a memcpy'd temporary to every use and then
-/// re-reads memory once per use, which doubles the loads of the GEMM tiles.
+/// \brief Unaligned load (through the alias-safe, float-aligned vector type).
 MUNINN_INLINE vfloat vload(const float* p) { return *reinterpret_cast<const vfloat_unaligned*>(p); }
 /// \brief Unaligned store.
 MUNINN_INLINE void vstore(float* p, vfloat v) { *reinterpret_cast<vfloat_unaligned*>(p) = v; }
@@ -72,6 +81,7 @@ MUNINN_INLINE vfloat vset1(float s) { return vfloat{} + s; }
 
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_shufflevector)
+/// \brief Defined when the compiler has __builtin_shufflevector (GCC 12+, Clang).
 #define MUNINN_HAS_SHUFFLEVECTOR 1
 #endif
 #endif
@@ -139,7 +149,8 @@ MUNINN_INLINE vfloat vexp(vfloat x) {
   x = x < vset1(-87.3f) ? vset1(-87.3f) : x;
   // Round-to-nearest by adding 1.5·2^23: the fraction bits fall off the mantissa.
   const vfloat magic = vset1(12582912.0f);
-  const vfloat t = x * 1.44269504088896341f + magic;
+  vfloat t = x * 1.44269504088896341f + magic;
+  MUNINN_KEEP_IN_REGISTER(t);  // stops -ffast-math from folding (t - magic) back into x·log2(e)
   const vfloat n = t - magic;
   vfloat r = x - n * 0.693145751953125f;  // ln2 split hi/lo: hi has few mantissa bits, exact n·hi
   r = r - n * 1.428606765330187045e-06f;
@@ -151,7 +162,11 @@ MUNINN_INLINE vfloat vexp(vfloat x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const vint e = (__builtin_convertvector(n, vint) + 127) << 23;
+  // 2^n from the bits of t, whose low mantissa bits hold n + bits(magic). Unsigned integer
+  // arithmetic keeps this defined for NaN input (a float-to-int conversion would be UB there).
+  vuint e;
+  std::memcpy(&e, &t, sizeof(e));
+  e = (e - 0x4B400000u + 127u) << 23;
   vfloat scale;
   std::memcpy(&scale, &e, sizeof(scale));
   return p * scale;

@@ -1,0 +1,11 @@
+#pragma once
+/// \file
+/// \brief All host ops: GEMM, norms, element-wise, RoPE, attention, embedding, softmax.
+
+#include "muninn/ops/attention.hpp"
+#include "muninn/ops/elementwise.hpp"
+#include "muninn/ops/embedding.hpp"
+#include "muninn/ops/gemm.hpp"
+#include "muninn/ops/norm.hpp"
+#include "muninn/ops/rope.hpp"
+#include "muninn/ops/softmax.hpp"
