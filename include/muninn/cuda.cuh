@@ -1,6 +1,15 @@
 #pragma once
 /// \file
 /// \brief Everything of the CUDA backend: the backend and all CUDA ops. Include from .cu files only.
+///
+/// For whole models include `muninn/muninn.hpp` as well (in either order): `model<cuda_backend, T>`
+/// with T = float or bf16 finds these ops by argument-dependent lookup when it is instantiated.
+/// ```
+/// #include "muninn/muninn.hpp"
+/// #include "muninn/cuda.cuh"
+/// auto be = muninn::cuda_backend::create(0);
+/// auto m = muninn::model<muninn::cuda_backend, muninn::bf16>::load("path/to/huginn", be);
+/// ```
 
 #if !defined(__CUDACC__)
 #error "muninn/cuda.cuh is CUDA-only: compile this file with nvcc (host code includes muninn/backend/host.hpp and muninn/ops/ops.hpp)"

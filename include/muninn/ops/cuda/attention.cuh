@@ -4,8 +4,9 @@
 ///
 /// Both use the online (flash-style) softmax in fp32 and exp2 with log2(e) folded into the
 /// query scale. Scores and products run on CUDA cores in fp32: attention is a few percent of a
-/// recurrent-depth model's work, and this form is easy to check. Head dims 64, 96 and 128 are
-/// compiled; lane l of a warp owns output columns l, l+32, ... of a head.
+/// recurrent-depth model's work, and this form is easy to check. Head dims 64, 96 and 128 have
+/// tuned kernels; any other head dim up to 256 (small models) takes one generic kernel. Lane l
+/// of a warp owns output columns l, l+32, ... of a head.
 
 #include <algorithm>
 #include <cstdint>
@@ -209,6 +210,90 @@ __global__ void __launch_bounds__(D) attn_decode_combine_kernel(const float* par
   store(out + qi * ldo + std::int64_t(h) * D + d, a / l);
 }
 
+/// \brief Largest head dim of the generic kernel (lane l owns columns l, l+32, ..., 8 of them).
+inline constexpr int attn_generic_max_dim = 256;
+/// \brief Warps per generic block; each warp handles one (query, head) pair.
+inline constexpr int attn_generic_warps = 4;
+
+/// \brief Any head dim in [1, 256] (models with small heads): one warp per (query, head), the
+/// whole visible key range in tiles of 32 keys, online softmax, no shared K/V tiles.
+///
+/// The same scheme as the decode split kernel without the split: lane l scores key j0 + l
+/// against the (pre-scaled, shared-memory) query, the warp updates the running max and sum,
+/// then accumulates V rows one key at a time, lane l owning columns l + 32c. Slower than the
+/// compiled head dims (a K row per lane is read column by column), correct for every D.
+template <class T>
+__global__ void __launch_bounds__(attn_generic_warps * 32)
+    attn_generic_kernel(const T* q, std::int64_t ldq, const T* k, const T* v, std::int64_t ldkv, T* out,
+                        std::int64_t ldo, std::int64_t nq, std::int64_t nkv, int n_heads, int group, int D,
+                        float scale_log2) {
+  constexpr int C = attn_generic_max_dim / 32;
+  __shared__ float qs[attn_generic_warps][attn_generic_max_dim];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const std::int64_t item = std::int64_t(blockIdx.x) * attn_generic_warps + warp;
+  if (item >= nq * n_heads) return;  // warp-uniform; only __syncwarp below
+  const std::int64_t qi = item / n_heads;
+  const int h = int(item - qi * n_heads), g = h / group;
+  const T* qr = q + qi * ldq + std::int64_t(h) * D;
+  for (int d = lane; d < D; d += 32) qs[warp][d] = load(qr + d) * scale_log2;
+  __syncwarp();
+  const float* qw = qs[warp];
+  const std::int64_t limit = (nkv - nq) + qi;  // last visible key, >= 0
+  const T* kb = k + std::int64_t(g) * D;
+  const T* vb = v + std::int64_t(g) * D;
+
+  float m = -INFINITY, l = 0.0f, acc[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
+
+  for (std::int64_t j0 = 0; j0 <= limit; j0 += 32) {
+    const std::int64_t j = j0 + lane;
+    float s = -INFINITY;
+    if (j <= limit) {
+      const T* kr = kb + j * ldkv;
+      s = 0.0f;
+      for (int d = 0; d < D; ++d) s = fmaf(qw[d], load(kr + d), s);
+    }
+    const float tmax = warp_max(s);  // finite: key j0 <= limit is visible
+    const float mn = fmaxf(m, tmax);
+    const float corr = exp2f(m - mn);  // m = -inf on the first tile: 0
+    const float p = exp2f(s - mn);     // masked lanes: exp2(-inf) = 0
+    l = l * corr + warp_sum(p);
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[c] *= corr;
+    const int cnt = int(min64(32, limit - j0 + 1));
+    for (int jj = 0; jj < cnt; ++jj) {
+      const float pj = __shfl_sync(0xffffffffu, p, jj);
+      const T* vr = vb + (j0 + jj) * ldkv;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int d = lane + 32 * c;
+        if (d < D) acc[c] = fmaf(pj, load(vr + d), acc[c]);
+      }
+    }
+    m = mn;
+  }
+  const float inv = 1.0f / l;
+  T* orow = out + qi * ldo + std::int64_t(h) * D;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int d = lane + 32 * c;
+    if (d < D) store(orow + d, acc[c] * inv);
+  }
+}
+
+template <class T>
+void attention_generic_launch(const cuda_backend& be, const T* q, std::int64_t ldq, const T* k, const T* v,
+                              std::int64_t ldkv, T* out, std::int64_t ldo, std::int64_t nq, std::int64_t nkv,
+                              std::int64_t n_heads, std::int64_t n_kv_heads, std::int64_t head_dim, float scale) {
+  const std::int64_t blocks = (nq * n_heads + attn_generic_warps - 1) / attn_generic_warps;
+  MUNINN_CHECK(blocks <= INT_MAX, "attention: ", nq, " queries x ", n_heads, " heads exceed the grid limit");
+  attn_generic_kernel<T><<<unsigned(blocks), attn_generic_warps * 32, 0, be.stream()>>>(
+      q, ldq, k, v, ldkv, out, ldo, nq, nkv, int(n_heads), int(n_heads / n_kv_heads), int(head_dim),
+      scale * log2e);
+  MUNINN_CUDA_CHECK_LAUNCH("attn_generic_kernel");
+}
+
 /// \brief Which attention kernels to use; `automatic` picks decode for short query blocks.
 enum class attention_path { automatic, prefill, decode };
 
@@ -262,21 +347,24 @@ void attention_dispatch(const cuda_backend& be, const T* q, std::int64_t ldq, co
   MUNINN_CHECK(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0, "attention: n_heads=", n_heads,
                " is not a multiple of n_kv_heads=", n_kv_heads);
   MUNINN_CHECK(n_heads <= 65535, "attention: n_heads=", n_heads, " exceeds the grid limit 65535");
-  MUNINN_CHECK(head_dim == 64 || head_dim == 96 || head_dim == 128, "attention (CUDA): head_dim=", head_dim,
-               " is not compiled; supported head dims are 64, 96 and 128");
+  MUNINN_CHECK(head_dim > 0 && head_dim <= attn_generic_max_dim, "attention (CUDA): head_dim=", head_dim,
+               " outside [1, ", attn_generic_max_dim, "] (64, 96 and 128 have tuned kernels)");
   MUNINN_CHECK(nq >= 0 && nkv >= nq, "attention: nkv=", nkv, " must be >= nq=", nq);
   MUNINN_CHECK(ldq >= n_heads * head_dim && ldo >= n_heads * head_dim && ldkv >= n_kv_heads * head_dim,
                "attention: row strides too small (ldq=", ldq, ", ldkv=", ldkv, ", ldo=", ldo, ") for ", n_heads,
                " heads, ", n_kv_heads, " kv heads of dim ", head_dim);
   if (nq == 0) return;
   switch (head_dim) {
+    default:  // any other head dim: one generic kernel whatever `path` says
+      attention_generic_launch<T>(be, q, ldq, k, v, ldkv, out, ldo, nq, nkv, n_heads, n_kv_heads, head_dim, scale);
+      break;
     case 64:
       attention_launch<T, 64>(be, q, ldq, k, v, ldkv, out, ldo, nq, nkv, n_heads, n_kv_heads, scale, path);
       break;
     case 96:
       attention_launch<T, 96>(be, q, ldq, k, v, ldkv, out, ldo, nq, nkv, n_heads, n_kv_heads, scale, path);
       break;
-    default:
+    case 128:
       attention_launch<T, 128>(be, q, ldq, k, v, ldkv, out, ldo, nq, nkv, n_heads, n_kv_heads, scale, path);
       break;
   }
@@ -289,9 +377,10 @@ void attention_dispatch(const cuda_backend& be, const T* q, std::int64_t ldq, co
 ///
 /// The causal mask is bottom-right aligned: query i attends key j iff j <= (nkv − nq) + i.
 /// Grouped-query attention: query head h reads kv head h / (n_heads / n_kv_heads). Head dims
-/// 64, 96 and 128 are compiled; others throw. Up to 16 query rows take the split-KV decode path
+/// 64, 96 and 128 have tuned kernels: up to 16 query rows take the split-KV decode path
 /// (partial states in the backend workspace, then a merge kernel); more take the tiled prefill
-/// kernel. Asynchronous on the backend's stream.
+/// kernel. Other head dims up to 256 take a generic kernel (one warp per query and head).
+/// Asynchronous on the backend's stream.
 /// \tparam T         float or bf16
 /// \param be         the CUDA backend
 /// \param q          device queries [nq, ldq]; head h at columns [h·D, (h+1)·D)
@@ -305,7 +394,7 @@ void attention_dispatch(const cuda_backend& be, const T* q, std::int64_t ldq, co
 /// \param nkv        key/value rows, >= nq
 /// \param n_heads    query heads
 /// \param n_kv_heads key/value heads, divides n_heads
-/// \param head_dim   D: 64, 96 or 128
+/// \param head_dim   D in [1, 256]; 64, 96 and 128 are the fast ones
 /// \param scale      score scale, usually 1/sqrt(D)
 template <class T>
 void attention(const cuda_backend& be, const T* q, std::int64_t ldq, const T* k, const T* v, std::int64_t ldkv, T* out,

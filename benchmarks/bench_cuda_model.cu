@@ -1,0 +1,400 @@
+// Whole-model CUDA benchmarks: Huginn-shaped models with random bf16 weights, timed with CUDA
+// events (manual time; each iteration is one model call, which ends with the logits on the host).
+//
+//   decode/<model>/r:R          batch-1 decode of one token at R recurrences after a 64-token prompt
+//   prefill/<model>/r:32        a 1024-token prompt in one chunk at r = 32
+//   batch_decode/<model>/B:n    one decode step of n sequences stacked into one call (forward_batch)
+//
+// Models: "huginn-3.5B" has Huginn-0125's shape (h 5280, 55 heads of 96, MLP 17920, vocab 65536,
+// layers (2, 4, 2), block_size 4096, mean_recurrence 32); "small-h1024" is the same layout at
+// h 1024 (16 heads of 64, MLP 3456) for a quick run. Weights are drawn on the device (truncated
+// normal, Huginn's σ), so building the 3.5B model takes a second rather than minutes.
+//
+// Counters (computed from the manual time, not from Google Benchmark's rate flags):
+//   tokens/s      tokens produced (decode) or consumed (prefill) per second
+//   weight_GB/s   decode: weight bytes a token must read / time per token
+//   %ceiling      decode: tokens/s ÷ (device DRAM bandwidth ÷ weight bytes per token), i.e. how
+//                 close batch-1 decode is to the weight-bandwidth limit. Bytes per token are
+//                 sizeof(T) · (prelude + coda layers + r · (core layers + adapter state half)
+//                 + adapter input half + head); the KV cache and activations are not counted.
+//   TFLOP/s       prefill and batch decode: 2 · weights touched · tokens / time (GEMMs only)
+//
+// Without a CUDA device every benchmark reports "no CUDA device" and the binary exits 0.
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "muninn/cuda.cuh"
+#include "muninn/muninn.hpp"
+
+namespace {
+
+using namespace muninn;
+using i64 = std::int64_t;
+using bench_model = model<cuda_backend, bf16>;
+
+// ------------------------------------------------------------------------------------ device
+
+struct device_info {
+  bool ok = false;
+  std::string name = "none";
+  std::string reason;             // why there is no device
+  double peak_bytes_per_s = 0.0;  // DRAM bandwidth
+};
+
+/// Peak DRAM bandwidth: 2 (DDR) · memory clock · bus width from the device attributes; a table
+/// by name when the driver reports no clock (NVIDIA data sheets).
+double peak_bandwidth(int dev, const std::string& name) {
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess && clock_khz > 0 &&
+      bus_bits > 0)
+    return 2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0;
+  (void)cudaGetLastError();
+  if (name.find("H200") != std::string::npos) return 4.8e12;
+  if (name.find("H100") != std::string::npos) return name.find("PCIe") != std::string::npos ? 2.0e12 : 3.35e12;
+  if (name.find("A100") != std::string::npos) return 2.0e12;
+  return 0.0;
+}
+
+const device_info& info() {
+  static const device_info d = [] {
+    device_info r;
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+      (void)cudaGetLastError();
+      r.reason = e != cudaSuccess ? cudaGetErrorString(e) : "0 devices";
+      return r;
+    }
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      r.reason = "cudaGetDeviceProperties failed";
+      return r;
+    }
+    r.ok = true;
+    r.name = p.name;
+    r.peak_bytes_per_s = peak_bandwidth(0, r.name);
+    return r;
+  }();
+  return d;
+}
+
+bool skip_without_device(benchmark::State& st) {
+  if (info().ok) return false;
+  st.SkipWithError(("no CUDA device: " + info().reason).c_str());
+  return true;
+}
+
+/// Times one call with two events on the backend's stream. The model call ends with a blocking
+/// download, so the interval covers every kernel and every host gap of the call.
+class event_timer {
+ public:
+  event_timer() {
+    MUNINN_CUDA_CHECK(cudaEventCreate(&a_));
+    MUNINN_CUDA_CHECK(cudaEventCreate(&b_));
+  }
+  ~event_timer() {
+    (void)cudaEventDestroy(a_);
+    (void)cudaEventDestroy(b_);
+  }
+  event_timer(const event_timer&) = delete;
+  event_timer& operator=(const event_timer&) = delete;
+  template <class F>
+  double seconds(const cuda_backend& be, F&& f) {
+    MUNINN_CUDA_CHECK(cudaEventRecord(a_, be.stream()));
+    f();
+    MUNINN_CUDA_CHECK(cudaEventRecord(b_, be.stream()));
+    MUNINN_CUDA_CHECK(cudaEventSynchronize(b_));
+    float ms = 0.0f;
+    MUNINN_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
+    return double(ms) * 1e-3;
+  }
+
+ private:
+  cudaEvent_t a_ = nullptr, b_ = nullptr;
+};
+
+// ------------------------------------------------------------------------------------ models
+
+model_config huginn_config(i64 h, i64 heads, i64 head_dim, i64 inter, const char* name) {
+  model_config c;
+  c.n_embd = h;
+  c.n_heads = heads;
+  c.n_kv_heads = heads;
+  c.head_dim = head_dim;
+  c.intermediate_size = inter;
+  c.vocab_size = 65536;
+  c.n_layers_in_prelude = 2;
+  c.n_layers_in_recurrent_block = 4;
+  c.n_layers_in_coda = 2;
+  c.mean_recurrence = 32;
+  c.block_size = 4096;
+  c.rope_base = 50000.0f;
+  c.source = name;
+  return c;
+}
+
+/// Parameters of one layer (qkv, proj, fc, mlp proj; norms and biases are negligible).
+double layer_params(const model_config& c) {
+  const double h = double(c.n_embd), q = double(c.n_heads * c.head_dim), kv = double(c.n_kv_heads * c.head_dim);
+  const double I = double(c.intermediate_size);
+  return h * (q + 2 * kv) + q * h + 2 * I * h + I * h;
+}
+
+/// Weights a token reads at r recurrences, in parameters (see the file comment).
+double params_per_token(const model_config& c, i64 r) {
+  const double h = double(c.n_embd), L = layer_params(c);
+  return double(c.n_layers_in_prelude + c.n_layers_in_coda) * L +
+         double(r) * (double(c.n_layers_in_recurrent_block) * L + h * h) + h * h + double(c.vocab_size) * h;
+}
+
+/// Huginn-initialised weights drawn on the device (make_random_weights draws them on the host,
+/// which takes minutes for 3.5B values): truncated normal σ = √(2/(5h)), output projections
+/// σ/√(2·depth), norms 1, qk_bias 0. Same layout and σ as make_random_weights, not the same values.
+template <class T>
+model_weights<cuda_backend, T> device_random_weights(const cuda_backend& be, const model_config& cfg,
+                                                     std::uint64_t seed) {
+  const i64 h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
+  const i64 D = cfg.head_dim, I = cfg.intermediate_size, V = cfg.vocab_size;
+  const double depth = double(cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * cfg.mean_recurrence +
+                              cfg.n_layers_in_coda);
+  const float sigma = float(std::sqrt(2.0 / (5.0 * double(h))));
+  const float out_sigma = float(sigma / std::sqrt(2.0 * std::max(depth, 1.0)));
+  model_weights<cuda_backend, T> w;
+  std::uint64_t counter = 0;  // each tensor draws from its own counter range
+  const std::vector<T> ones(std::size_t(h), from_float<T>(1.0f));
+  auto normal = [&](i64 n, float sd) {
+    auto b = be.alloc<T>(std::size_t(n));
+    fill_truncated_normal(be, b.data(), n, seed, counter, sd);
+    counter += std::uint64_t(n);
+    w.parameter_count += n;
+    return b;
+  };
+  auto norm = [&]() {
+    auto b = be.alloc<T>(std::size_t(h));
+    be.upload(b.data(), ones.data(), ones.size());
+    w.parameter_count += h;
+    return b;
+  };
+  w.wte = normal(V * h, sigma);
+  w.adapter = normal(h * 2 * h, sigma);
+  w.ln_f = norm();
+  auto layer = [&]() {
+    layer_weights<cuda_backend, T> l;
+    for (int i = 0; i < block::sandwich::num_norms; ++i) l.norm[i] = norm();
+    l.wqkv = normal((H + 2 * Hkv) * D * h, sigma);
+    if (cfg.qk_bias) {
+      l.qk_bias = be.alloc_zeroed<T>(std::size_t(2 * H * D));
+      w.parameter_count += 2 * H * D;
+    }
+    l.attn_proj = normal(h * H * D, out_sigma);
+    l.fc = normal(2 * I * h, sigma);
+    l.mlp_proj = normal(h * I, out_sigma);
+    return l;
+  };
+  for (i64 i = 0; i < cfg.n_layers_in_prelude; ++i) w.prelude.push_back(layer());
+  for (i64 i = 0; i < cfg.n_layers_in_recurrent_block; ++i) w.core.push_back(layer());
+  for (i64 i = 0; i < cfg.n_layers_in_coda; ++i) w.coda.push_back(layer());
+  const auto table = make_rope_table(D, cfg.block_size, cfg.rope_base);
+  w.rope = be.alloc<float>(table.size());
+  be.upload(w.rope.data(), table.data(), table.size());
+  be.synchronize();
+  return w;
+}
+
+struct bench_state {
+  cuda_backend be;
+  std::unique_ptr<bench_model> small, big;
+};
+
+/// Built on first use (so a --benchmark_filter run builds only what it needs) and released in
+/// main before the CUDA runtime shuts down.
+std::unique_ptr<bench_state> g_state;
+
+const cuda_backend& backend() {
+  if (!g_state) {
+    g_state = std::make_unique<bench_state>();
+    g_state->be = cuda_backend::create(0);
+  }
+  return g_state->be;
+}
+
+const bench_model& get_model(bool big) {
+  const cuda_backend& be = backend();
+  auto& slot = big ? g_state->big : g_state->small;
+  if (!slot) {
+    const model_config cfg = big ? huginn_config(5280, 55, 96, 17920, "huginn-3.5B (random bf16 weights)")
+                                 : huginn_config(1024, 16, 64, 3456, "small-h1024 (random bf16 weights)");
+    slot = std::make_unique<bench_model>(be, cfg, device_random_weights<bf16>(be, cfg, big ? 35 : 1));
+  }
+  return *slot;
+}
+
+std::vector<std::int32_t> some_ids(i64 n, i64 vocab, i64 salt) {
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) ids[std::size_t(i)] = std::int32_t((i * 7919 + salt * 104729) % vocab);
+  return ids;
+}
+
+// -------------------------------------------------------------------------------- benchmarks
+
+constexpr i64 kPrompt = 64;
+
+/// Batch-1 decode at r steps: one token per iteration after a kPrompt-token prompt.
+void bm_decode(benchmark::State& st, bool big, i64 r) {
+  if (skip_without_device(st)) return;
+  const bench_model& m = get_model(big);
+  const cuda_backend& be = backend();
+  const model_config& c = m.config();
+  run_options o;
+  o.init = init_state::zero;
+  o.steps = r;
+  const i64 warm = 2;
+  auto ctx = m.make_context(kPrompt + warm + st.max_iterations + 1, r);
+  m.forward(ctx, some_ids(kPrompt, c.vocab_size, 1), o, logits_for::last);
+  for (i64 i = 0; i < warm; ++i) m.forward(ctx, {std::int32_t(i + 3)}, o, logits_for::last);
+  event_timer timer;
+  double total = 0.0;
+  i64 t = 0;
+  for (auto _ : st) {
+    const std::int32_t tok = std::int32_t((t++ * 31 + 5) % c.vocab_size);
+    const double s = timer.seconds(be, [&] { benchmark::DoNotOptimize(m.forward(ctx, {tok}, o, logits_for::last)); });
+    st.SetIterationTime(s);
+    total += s;
+  }
+  const double tps = double(st.iterations()) / total;
+  const double bytes = params_per_token(c, r) * sizeof(bf16);
+  st.counters["tokens/s"] = tps;
+  st.counters["weight_GB/s"] = tps * bytes * 1e-9;
+  if (info().peak_bytes_per_s > 0) st.counters["%ceiling"] = 100.0 * tps / (info().peak_bytes_per_s / bytes);
+  st.SetLabel(std::string(c.source) + ", ctx " + std::to_string(kPrompt) + "+");
+}
+
+/// A 1024-token prompt in one chunk at r = 32.
+void bm_prefill(benchmark::State& st, bool big, i64 n, i64 r) {
+  if (skip_without_device(st)) return;
+  const bench_model& m = get_model(big);
+  const cuda_backend& be = backend();
+  const model_config& c = m.config();
+  run_options o;
+  o.init = init_state::zero;
+  o.steps = r;
+  context_limits lim;
+  lim.max_tokens = n;
+  lim.max_steps = r;
+  lim.max_chunk = n;
+  auto ctx = m.make_context(lim);
+  const auto ids = some_ids(n, c.vocab_size, 2);
+  ctx.reset();
+  m.forward(ctx, ids, o, logits_for::last);  // warm-up: cuBLAS heuristics, workspace growth
+  event_timer timer;
+  double total = 0.0;
+  for (auto _ : st) {
+    ctx.reset();
+    const double s = timer.seconds(be, [&] { benchmark::DoNotOptimize(m.forward(ctx, ids, o, logits_for::last)); });
+    st.SetIterationTime(s);
+    total += s;
+  }
+  const double tps = double(st.iterations()) * double(n) / total;
+  st.counters["tokens/s"] = tps;
+  st.counters["TFLOP/s"] = tps * 2.0 * params_per_token(c, r) * 1e-12;
+  st.SetLabel(c.source);
+}
+
+/// One decode step of `batch` sequences stacked into one forward_batch call.
+void bm_batch_decode(benchmark::State& st, bool big, i64 batch, i64 r) {
+  if (skip_without_device(st)) return;
+  const bench_model& m = get_model(big);
+  const cuda_backend& be = backend();
+  const model_config& c = m.config();
+  run_options o;
+  o.init = init_state::zero;
+  o.steps = r;
+  const i64 prompt = 32, warm = 1;
+  std::vector<bench_model::context_type> ctxs;
+  std::vector<bench_model::context_type*> ptrs;
+  std::vector<std::vector<std::int32_t>> prompts;
+  for (i64 b = 0; b < batch; ++b) {
+    context_limits lim;
+    lim.max_tokens = prompt + warm + st.max_iterations + 1;
+    lim.max_steps = r;
+    lim.max_chunk = 1;  // the shared workspace below does the work
+    ctxs.push_back(m.make_context(lim));
+    prompts.push_back(some_ids(prompt, c.vocab_size, 10 + b));
+  }
+  for (auto& x : ctxs) ptrs.push_back(&x);
+  auto ws = m.make_workspace(batch * prompt);
+  m.forward_batch(ws, ptrs, prompts, o, logits_for::last);
+  std::vector<std::vector<std::int32_t>> step(std::size_t(batch), std::vector<std::int32_t>(1, 7));
+  for (i64 i = 0; i < warm; ++i) m.forward_batch(ws, ptrs, step, o, logits_for::last);
+  event_timer timer;
+  double total = 0.0;
+  i64 t = 0;
+  for (auto _ : st) {
+    for (i64 b = 0; b < batch; ++b) step[std::size_t(b)][0] = std::int32_t((t * 131 + b * 17 + 3) % c.vocab_size);
+    ++t;
+    const double s =
+        timer.seconds(be, [&] { benchmark::DoNotOptimize(m.forward_batch(ws, ptrs, step, o, logits_for::last)); });
+    st.SetIterationTime(s);
+    total += s;
+  }
+  const double tps = double(st.iterations()) * double(batch) / total;
+  st.counters["tokens/s"] = tps;
+  st.counters["TFLOP/s"] = tps * 2.0 * params_per_token(c, r) * 1e-12;
+  st.SetLabel(std::string(c.source) + ", r " + std::to_string(r));
+}
+
+void register_all() {
+  struct model_case {
+    bool big;
+    const char* name;
+    i64 decode_iters, prefill_iters, batch_iters;
+  };
+  // Iteration counts keep each benchmark to about a second on an H100 (3.5B at r = 32: ~35 ms
+  // per decode token, ~0.3 s per 1024-token prefill).
+  const model_case cases[] = {{false, "small-h1024", 64, 5, 16}, {true, "huginn-3.5B", 16, 3, 8}};
+  for (const auto& mc : cases) {
+    for (i64 r : {4, 8, 32}) {
+      const std::string name = std::string("decode/") + mc.name + "/r:" + std::to_string(r);
+      benchmark::RegisterBenchmark(name.c_str(), [mc, r](benchmark::State& st) { bm_decode(st, mc.big, r); })
+          ->Iterations(mc.decode_iters)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+    const std::string pf = std::string("prefill/") + mc.name + "/n:1024/r:32";
+    benchmark::RegisterBenchmark(pf.c_str(), [mc](benchmark::State& st) { bm_prefill(st, mc.big, 1024, 32); })
+        ->Iterations(mc.prefill_iters)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+    for (i64 b : {1, 8, 32}) {
+      const std::string name = std::string("batch_decode/") + mc.name + "/r:32/B:" + std::to_string(b);
+      benchmark::RegisterBenchmark(name.c_str(), [mc, b](benchmark::State& st) { bm_batch_decode(st, mc.big, b, 32); })
+          ->Iterations(mc.batch_iters)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const device_info& d = info();
+  benchmark::AddCustomContext("cuda_device", d.ok ? d.name : "none (" + d.reason + ")");
+  if (d.ok) benchmark::AddCustomContext("peak_bandwidth_GB/s", std::to_string(d.peak_bytes_per_s / 1e9));
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  g_state.reset();  // free device memory and the stream while the runtime is still up
+  return 0;
+}

@@ -1,0 +1,443 @@
+// Whole models on the CUDA backend, fp32 and bf16, against the fixtures' PyTorch logits and against
+// the host model (the oracle); the inference invariants (cache decode == recompute, exit steps,
+// batch == single) on the GPU; the generic-head-dim attention kernel the fixtures need.
+//
+// Every test needs a GPU: without one (or without a driver) each case reports SKIPPED.
+//
+// Tolerances (max |Δ| over all logits of a call):
+//
+//   what                         | bound                      | why
+//   -----------------------------+----------------------------+------------------------------------------
+//   CUDA fp32 vs fixture / host  | 1e-3 absolute              | same fp32 maths (cuBLAS without TF32);
+//                                |                            | summation order differs, ~1e-5 expected.
+//                                |                            | Logits are O(1-5); the smallest change a
+//                                |                            | deliberately wrong variant makes is 7.9e-3.
+//   CUDA bf16 vs host fp32       | 0.05 · max |host logit|    | weights and every activation rounded to
+//                                |                            | bf16 (2^-9 relative each); PyTorch's bf16
+//                                |                            | model differs from its fp32 one by at most
+//                                |                            | 1.6% of max |logit| on these fixtures.
+//   bf16 greedy tokens           | equal when the fixture's   | a logit error ≤ tol moves top1 − top2 by
+//                                | min top1−top2 gap > 2·tol  | at most 2·tol, so no near tie can flip
+//   cache decode vs recompute    | 1e-4                       | GEMMs of M = 1 and M = n may pick
+//   batch vs single (logits)     |                            | different cuBLAS kernels (order only)
+//
+// Attention (generic head dims) against the host op: |Δ| ≤ 1e-5 + rel·|want|, rel 1e-4 (fp32),
+// 2e-2 (bf16: only the output rounding differs; inputs are the same bf16 values).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "muninn/cuda.cuh"
+#include "muninn/model/random_weights.hpp"
+#include "muninn/muninn.hpp"
+
+using namespace muninn;
+
+namespace {
+
+const std::string data_dir = std::string(MUNINN_TEST_DATA) + "/huginn/";
+
+constexpr double kF32Tol = 1e-3;       // CUDA fp32 vs fixture and vs host
+constexpr double kBf16Rel = 0.05;      // CUDA bf16 vs host fp32, relative to max |host logit|
+constexpr double kInvariantTol = 1e-4; // two CUDA fp32 paths that must agree
+
+/// One backend for the whole binary: stream and cuBLAS handle creation cost tens of ms.
+class CudaModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!cuda_backend::available()) return;
+    be_ = new cuda_backend(cuda_backend::create(0));
+  }
+  static void TearDownTestSuite() {
+    delete be_;
+    be_ = nullptr;
+  }
+  void SetUp() override {
+    if (be_ == nullptr) {
+      // Say why: an old driver under a new runtime looks like "no device" too.
+      int n = 0;
+      const cudaError_t e = cudaGetDeviceCount(&n);
+      (void)cudaGetLastError();
+      GTEST_SKIP() << "no CUDA device (" << (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) << ")";
+    }
+  }
+  static const cuda_backend& gpu() { return *be_; }
+
+ private:
+  static cuda_backend* be_;
+};
+cuda_backend* CudaModel::be_ = nullptr;
+
+std::vector<std::int32_t> ids_of(const io::json& arr) {
+  std::vector<std::int32_t> v;
+  for (const auto& x : arr.as_array()) v.push_back(std::int32_t(x.as_int()));
+  return v;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double d = std::fabs(double(a[i]) - double(b[i]));
+    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;  // NaN never passes
+  }
+  return m;
+}
+
+double max_abs(const std::vector<float>& a) {
+  double m = 0;
+  for (float v : a) m = std::max(m, std::fabs(double(v)));
+  return m;
+}
+
+std::vector<float> expected(const std::string& fixture, const std::string& file, std::vector<std::int64_t> shape) {
+  auto arr = io::read_npy_f32(data_dir + fixture + "/" + file);
+  EXPECT_EQ(arr.shape, shape) << file;
+  return arr.data;
+}
+
+/// Every check of tests/test_model.cpp on the CUDA fp32 model (against the fixture and the host
+/// model), and logits and greedy tokens of the CUDA bf16 model against the host fp32 model.
+template <class Arch>
+void check_fixture(const cuda_backend& be, const std::string& name) {
+  SCOPED_TRACE(name);
+  const io::json in = io::read_json_file(data_dir + name + "/inputs.json");
+  using H = model<host_backend, float, Arch>;
+  using F = model<cuda_backend, float, Arch>;
+  using B = model<cuda_backend, bf16, Arch>;
+  const H host = H::load(data_dir + name);
+  const F f32 = F::load(data_dir + name, be);
+  const B b16 = B::load(data_dir + name, be);
+  const std::int64_t V = host.config().vocab_size, h = host.config().n_embd;
+  const auto tokens = ids_of(in.at("tokens"));
+  const std::int64_t n = std::int64_t(tokens.size());
+  run_options zero;
+  zero.init = init_state::zero;
+
+  double max_logit = 0;  // at the generate case's depth, for the bf16 greedy rule
+  const std::int64_t gen_steps = in.at("generate").at("steps").as_int();
+  for (const auto& r : in.at("steps").as_array()) {
+    run_options o = zero;
+    o.steps = r.as_int();
+    SCOPED_TRACE("r=" + std::to_string(o.steps));
+    const auto want = expected(name, "logits_r" + std::to_string(o.steps) + ".npy", {n, V});
+    const auto oracle = host.forward(tokens, o);
+    const auto got = f32.forward(tokens, o);
+    EXPECT_LE(max_abs_diff(got, want), kF32Tol) << "CUDA fp32 vs fixture";
+    EXPECT_LE(max_abs_diff(got, oracle), kF32Tol) << "CUDA fp32 vs host fp32";
+    const double tol = kBf16Rel * max_abs(oracle);
+    EXPECT_LE(max_abs_diff(b16.forward(tokens, o), oracle), tol) << "CUDA bf16 vs host fp32";
+    if (o.steps == gen_steps) max_logit = max_abs(oracle);
+  }
+
+  if (const io::json* ch = in.find("chunked")) {
+    const std::int64_t n1 = ch->at("n1").as_int(), n2 = ch->at("n2").as_int();
+    run_options o = zero;
+    o.steps = ch->at("steps").as_int();
+    auto ctx = f32.make_context(n1 + n2, o.steps);
+    f32.forward(ctx, std::vector<std::int32_t>(tokens.begin(), tokens.begin() + n1), o);
+    const auto got = f32.forward(ctx, std::vector<std::int32_t>(tokens.begin() + n1, tokens.begin() + n1 + n2), o);
+    EXPECT_LE(max_abs_diff(got, expected(name, ch->at("file").as_string(), {n2, V})), kF32Tol) << "chunked";
+  }
+
+  if (const io::json* lat = in.find("latents")) {
+    run_options o = zero;
+    o.steps = lat->at("steps").as_int();
+    std::vector<float> latents;
+    o.latents = &latents;
+    f32.forward(tokens, o);
+    EXPECT_LE(max_abs_diff(latents, expected(name, lat->at("file").as_string(), {n, h})), kF32Tol) << "latents";
+  }
+
+  if (const io::json* gs = in.find("given_state")) {
+    const auto state = io::read_npy_f32(data_dir + name + "/" + gs->at("state_file").as_string());
+    run_options o;
+    o.init = init_state::given;
+    o.given_state = state.data.data();
+    o.steps = gs->at("steps").as_int();
+    const auto want = expected(name, gs->at("file").as_string(), {n, V});
+    EXPECT_LE(max_abs_diff(f32.forward(tokens, o), want), kF32Tol) << "given state";
+    EXPECT_LE(max_abs_diff(b16.forward(tokens, o), want), kBf16Rel * max_abs(want)) << "given state, bf16";
+  }
+
+  const io::json& g = in.at("generate");
+  generate_options go;
+  go.run = zero;
+  go.run.steps = gen_steps;
+  go.max_new_tokens = g.at("max_new_tokens").as_int();
+  const auto prompt = ids_of(g.at("prompt")), want_ids = ids_of(g.at("expected"));
+  EXPECT_EQ(generate_greedy(f32, prompt, go), want_ids) << "CUDA fp32 greedy";
+  const double gap = g.at("min_top1_top2_gap").as_double();
+  const double bf16_tol = kBf16Rel * max_logit;
+  if (gap > 2 * bf16_tol) {
+    EXPECT_EQ(generate_greedy(b16, prompt, go), want_ids) << "CUDA bf16 greedy (gap " << gap << " > 2·" << bf16_tol << ")";
+  } else {
+    // The near tie could flip under bf16 rounding; the run must still work and stay in range.
+    const auto got = generate_greedy(b16, prompt, go);
+    EXPECT_EQ(got.size(), want_ids.size());
+    for (auto t : got) EXPECT_TRUE(t >= 0 && t < V) << t;
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------- golden fixtures
+
+TEST_F(CudaModel, GoldenF32SingleFile) { check_fixture<huginn_arch>(gpu(), "tiny_f32"); }
+TEST_F(CudaModel, GoldenBf16Sharded) { check_fixture<huginn_arch>(gpu(), "tiny_bf16_sharded"); }
+TEST_F(CudaModel, GoldenF16SingleFile) { check_fixture<huginn_arch>(gpu(), "tiny_f16"); }
+TEST_F(CudaModel, GoldenAddInjection) { check_fixture<arch<block::sandwich, injection::add>>(gpu(), "tiny_add"); }
+TEST_F(CudaModel, GoldenPreNormAddGqaUntied) {
+  check_fixture<arch<block::pre_norm, injection::add, state_init::zero>>(gpu(), "tiny_prenorm_gqa");
+}
+
+TEST_F(CudaModel, Bf16CheckpointLoadsBitExact) {
+  // A bf16 checkpoint goes to a bf16 model without an fp32 detour: the device holds the file's bits.
+  using B = model<cuda_backend, bf16>;
+  const std::string dir = data_dir + "tiny_bf16_sharded";
+  const B m = B::load(dir, gpu());
+  const model_config cfg = io::read_model_config(dir);
+  const io::checkpoint ck = io::open_huginn_checkpoint(dir, cfg);
+  auto check = [&](const std::string& tensor, const cuda_buffer<bf16>& buf) {
+    std::vector<bf16> want(buf.size()), got(buf.size());
+    ck.read_into<bf16>(tensor, want.data(), want.size());
+    gpu().download(got.data(), buf.data(), got.size());
+    std::size_t diff = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) diff += got[i].bits != want[i].bits;
+    EXPECT_EQ(diff, 0u) << tensor;
+  };
+  check("transformer.wte.weight", m.weights().wte);
+  check("transformer.adapter.weight", m.weights().adapter);
+  check("transformer.core_block.0.attn.Wqkv.weight", m.weights().core[0].wqkv);
+  check("transformer.coda.0.mlp.fc.weight", m.weights().coda[0].fc);
+}
+
+// ------------------------------------------------------------------- tuned head dims, random weights
+
+namespace {
+
+model_config random_config(std::int64_t head_dim, std::int64_t n_heads, std::int64_t n_kv_heads) {
+  model_config c;
+  c.n_heads = n_heads;
+  c.n_kv_heads = n_kv_heads;
+  c.head_dim = head_dim;
+  c.n_embd = n_heads * head_dim;
+  c.intermediate_size = 2 * c.n_embd;
+  c.vocab_size = 256;
+  c.n_layers_in_prelude = 1;
+  c.n_layers_in_recurrent_block = 2;
+  c.n_layers_in_coda = 1;
+  c.mean_recurrence = 3;
+  c.block_size = 96;
+  c.rope_base = 10000.0f;
+  c.source = "test_model_cuda random_config(head_dim " + std::to_string(head_dim) + ")";
+  return c;
+}
+
+}  // namespace
+
+TEST_F(CudaModel, TunedHeadDimsMatchHostOnPrefillAndDecode) {
+  // The fixtures' heads (16, 32) take the generic attention kernel; Huginn's (96) and the other
+  // tuned ones run here: a 40-token prompt (tiled prefill kernel) then single tokens (split-KV
+  // decode), random state (device RNG, bit-equal to the host's), against the host model.
+  for (const auto& [D, H, Hkv] : std::vector<std::array<std::int64_t, 3>>{{64, 2, 2}, {96, 2, 1}, {128, 2, 2}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(D));
+    const model_config cfg = random_config(D, H, Hkv);
+    using HM = model<host_backend, float>;
+    using FM = model<cuda_backend, float>;
+    using BM = model<cuda_backend, bf16>;
+    const HM host(host_backend{}, cfg, make_random_weights<host_backend, float, block::sandwich>(host_backend{}, cfg, 5));
+    const FM f32(gpu(), cfg, make_random_weights<cuda_backend, float, block::sandwich>(gpu(), cfg, 5));
+    const BM b16(gpu(), cfg, make_random_weights<cuda_backend, bf16, block::sandwich>(gpu(), cfg, 5));
+    run_options o;
+    o.init = init_state::random;
+    o.seed = 9;
+    o.steps = 3;
+    std::vector<std::int32_t> prompt(40);
+    for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int32_t((i * 37 + 11) % 256);
+    auto hc = host.make_context(64, 3);
+    auto fc = f32.make_context(64, 3);
+    auto bc = b16.make_context(64, 3);
+    auto hl = host.forward(hc, prompt, o, logits_for::all);
+    EXPECT_LE(max_abs_diff(f32.forward(fc, prompt, o, logits_for::all), hl), kF32Tol) << "prefill fp32";
+    EXPECT_LE(max_abs_diff(b16.forward(bc, prompt, o, logits_for::all), hl), kBf16Rel * max_abs(hl)) << "prefill bf16";
+    for (int t = 0; t < 6; ++t) {
+      const std::int32_t next = std::int32_t((t * 53 + 7) % 256);
+      hl = host.forward(hc, {next}, o, logits_for::last);
+      EXPECT_LE(max_abs_diff(f32.forward(fc, {next}, o, logits_for::last), hl), kF32Tol) << "decode fp32, token " << t;
+      EXPECT_LE(max_abs_diff(b16.forward(bc, {next}, o, logits_for::last), hl), kBf16Rel * max_abs(hl))
+          << "decode bf16, token " << t;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------ inference invariants
+
+TEST_F(CudaModel, CacheDecodeEqualsRecompute) {
+  using M = model<cuda_backend, float>;
+  const M m = M::load(data_dir + "tiny_f32", gpu());
+  const std::int64_t V = m.config().vocab_size;
+  for (auto init : {init_state::zero, init_state::random}) {
+    run_options o;
+    o.init = init;
+    o.seed = 7;
+    o.steps = 3;
+    std::vector<std::int32_t> seq = {5, 17, 99, 3};
+    auto ctx = m.make_context(16, o.steps);
+    auto logits = m.forward(ctx, seq, o, logits_for::last);
+    for (int t = 0; t < 8; ++t) {
+      const auto full = m.forward(seq, o);
+      const std::vector<float> last(full.end() - V, full.end());
+      ASSERT_LE(max_abs_diff(logits, last), kInvariantTol) << "token " << t;
+      const std::int32_t next = argmax_host(logits.data(), V);
+      seq.push_back(next);
+      logits = m.forward(ctx, {next}, o, logits_for::last);
+    }
+  }
+}
+
+TEST_F(CudaModel, KlExitStepsEqualHost) {
+  using HM = model<host_backend, float, huginn_adaptive_arch>;
+  using FM = model<cuda_backend, float, huginn_adaptive_arch>;
+  const HM host = HM::load(data_dir + "tiny_f32");
+  const FM gpu_m = FM::load(data_dir + "tiny_f32", gpu());
+  for (double thr : {1e-1, 1e-2, 1e-3}) {
+    SCOPED_TRACE("threshold " + std::to_string(thr));
+    run_options o;
+    o.init = init_state::zero;
+    o.steps = 12;
+    o.halt.criterion = halt_criterion::kl;
+    o.halt.threshold = thr;
+    std::vector<std::int32_t> hu, gu;
+    const std::vector<std::int32_t> seq = {3, 40, 77, 120, 5, 9};
+    o.steps_used = &hu;
+    const auto hl = host.forward(seq, o);
+    o.steps_used = &gu;
+    const auto gl = gpu_m.forward(seq, o);
+    EXPECT_EQ(gu, hu);
+    EXPECT_LE(max_abs_diff(gl, hl), kF32Tol);
+  }
+  // Generation with the exit: same tokens and the same steps per token.
+  generate_options g;
+  g.run.init = init_state::zero;
+  g.run.steps = 10;
+  g.run.halt.criterion = halt_criterion::kl;
+  g.run.halt.threshold = 1e-2;
+  g.max_new_tokens = 8;
+  const auto hr = generate(host, {117, 4, 44, 64, 100}, g);
+  const auto gr = generate(gpu_m, {117, 4, 44, 64, 100}, g);
+  EXPECT_EQ(gr.tokens, hr.tokens);
+  EXPECT_EQ(gr.steps, hr.steps);
+}
+
+TEST_F(CudaModel, BatchEqualsSingle) {
+  using M = model<cuda_backend, float>;
+  const M m = M::load(data_dir + "tiny_f32", gpu());
+  const std::vector<std::vector<std::int32_t>> prompts = {{5}, {117, 4, 44, 64, 100}, {9, 8, 7}, {1, 2, 3, 4, 5, 6, 7}};
+  for (bool sampled : {false, true}) {
+    generate_options g;
+    g.run.init = init_state::random;
+    g.run.seed = 3;
+    g.run.steps = 4;
+    g.max_new_tokens = 7;
+    g.sampling.greedy = !sampled;
+    g.sampling.temperature = 0.8f;
+    g.sampling.seed = 99;
+    const auto batch = generate_batch(m, prompts, g);
+    ASSERT_EQ(batch.size(), prompts.size());
+    for (std::size_t r = 0; r < prompts.size(); ++r)
+      EXPECT_EQ(batch[r].tokens, generate(m, prompts[r], g).tokens) << "row " << r << " sampled " << sampled;
+  }
+  // The logits of one stacked call equal each row's own call.
+  run_options o;
+  o.init = init_state::zero;
+  o.steps = 4;
+  std::vector<M::context_type> ctxs;
+  for (std::size_t r = 0; r < prompts.size(); ++r) ctxs.push_back(m.make_context(16, 4));
+  std::vector<M::context_type*> ptrs;
+  for (auto& c : ctxs) ptrs.push_back(&c);
+  auto ws = m.make_workspace(16);
+  const auto stacked = m.forward_batch(ws, ptrs, prompts, o, logits_for::last);
+  for (std::size_t r = 0; r < prompts.size(); ++r) {
+    auto ctx = m.make_context(16, 4);
+    EXPECT_LE(max_abs_diff(stacked[r], m.forward(ctx, prompts[r], o, logits_for::last)), kInvariantTol) << "row " << r;
+  }
+}
+
+// --------------------------------------------------------------------- generic-head-dim attention
+
+namespace {
+
+std::vector<float> random_vec(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+template <class T>
+void check_generic_attention(const cuda_backend& be, double rel) {
+  struct attn_case {
+    std::int64_t nq, nkv, H, Hkv, D, pad;
+  };
+  const attn_case cases[] = {
+      {12, 12, 4, 4, 16, 0},   // the fixtures' prefill
+      {1, 40, 3, 3, 32, 0},    // decode over two key tiles
+      {4, 9, 4, 2, 16, 0},     // chunked prefill, GQA (tiny_prenorm_gqa)
+      {20, 70, 2, 1, 48, 5},   // padded strides, three tiles
+      {3, 33, 1, 1, 8, 0},     // a head narrower than a warp
+      {2, 65, 2, 2, 80, 0},    // two columns per lane, the second partial
+      {5, 100, 2, 1, 256, 3},  // the widest head
+      {1, 1, 1, 1, 1, 0},      // degenerate
+  };
+  std::uint32_t seed = 900;
+  for (const auto& c : cases) {
+    const std::int64_t ldq = c.H * c.D + c.pad, ldkv = c.Hkv * c.D + c.pad;
+    auto round_all = [](std::vector<float> v) {
+      for (auto& x : v) x = to_float(from_float<T>(x));
+      return v;
+    };
+    const auto q = round_all(random_vec(std::size_t(c.nq * ldq), seed++, -2.0f, 2.0f));
+    const auto k = round_all(random_vec(std::size_t(c.nkv * ldkv), seed++, -2.0f, 2.0f));
+    const auto v = round_all(random_vec(std::size_t(c.nkv * ldkv), seed++, -1.0f, 1.0f));
+    const float sc = 1.0f / std::sqrt(float(c.D));
+    std::vector<float> want(std::size_t(c.nq * ldq), 0.0f);
+    attention(host_backend{}, q.data(), ldq, k.data(), v.data(), ldkv, want.data(), ldq, c.nq, c.nkv, c.H, c.Hkv, c.D,
+              sc);
+    auto up = [&](const std::vector<float>& x) {
+      std::vector<T> s(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) s[i] = from_float<T>(x[i]);
+      auto b = be.alloc<T>(s.size());
+      be.upload(b.data(), s.data(), s.size());
+      return b;
+    };
+    auto dq = up(q), dk = up(k), dv = up(v), dout = up(std::vector<float>(want.size(), 0.0f));
+    attention(be, dq.data(), ldq, dk.data(), dv.data(), ldkv, dout.data(), ldq, c.nq, c.nkv, c.H, c.Hkv, c.D, sc);
+    std::vector<T> got_t(want.size());
+    be.download(got_t.data(), dout.data(), got_t.size());
+    std::size_t bad = 0;
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const double got = double(to_float(got_t[i]));
+      const double d = std::fabs(got - double(want[i])), lim = 1e-5 + rel * std::fabs(double(want[i]));
+      if (!(d <= lim)) ++bad;
+      worst = std::max(worst, d);
+    }
+    EXPECT_EQ(bad, 0u) << "nq=" << c.nq << " nkv=" << c.nkv << " H=" << c.H << " Hkv=" << c.Hkv << " D=" << c.D
+                       << " worst |diff| " << worst;
+  }
+}
+
+}  // namespace
+
+TEST_F(CudaModel, GenericHeadDimAttentionMatchesHost) {
+  check_generic_attention<float>(gpu(), 1e-4);
+  check_generic_attention<bf16>(gpu(), 2e-2);
+}

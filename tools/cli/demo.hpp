@@ -1,0 +1,133 @@
+#pragma once
+// `muninn demo`: test-time scaling on the embedded model. Evaluates held-out problems at several
+// recurrence depths and with the KL exit criterion, then draws a text bar chart.
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_args.hpp"
+#include "muninn/io/json.hpp"
+#include "muninn/muninn.hpp"
+
+namespace muninn::cli {
+
+/// \brief One held-out problem of the demo set.
+struct demo_problem {
+  std::vector<std::int32_t> prompt;
+  std::vector<std::int32_t> answer;
+};
+
+/// \brief Where the demo model is: --model, else ./examples/models/demo, else the source tree's, else the install's.
+inline std::string find_demo_model(const args& a) {
+  if (a.has("--model")) return a.get("--model");
+  std::vector<std::string> candidates = {"examples/models/demo"};
+#ifdef MUNINN_SOURCE_DIR
+  candidates.push_back(std::string(MUNINN_SOURCE_DIR) + "/examples/models/demo");
+#endif
+#ifdef MUNINN_INSTALL_DATADIR
+  candidates.push_back(std::string(MUNINN_INSTALL_DATADIR) + "/models/demo");
+#endif
+  for (const auto& c : candidates)
+    if (std::filesystem::exists(c + "/demo.json")) return c;
+  fail("demo model not found (looked in examples/models/demo); pass --model DIR");
+}
+
+inline std::vector<demo_problem> read_demo_problems(const std::string& dir) {
+  const io::json doc = io::read_json_file(dir + "/demo.json");
+  std::vector<demo_problem> out;
+  auto ids = [](const io::json& arr) {
+    std::vector<std::int32_t> v;
+    for (const auto& x : arr.as_array()) v.push_back(std::int32_t(x.as_int()));
+    return v;
+  };
+  for (const auto& p : doc.at("problems").as_array()) out.push_back({ids(p.at("prompt")), ids(p.at("answer"))});
+  MUNINN_CHECK(!out.empty(), dir, "/demo.json has no problems");
+  return out;
+}
+
+/// \brief Accuracy and mean steps of greedy answers at one setting, in batches.
+template <class Model>
+std::pair<double, double> evaluate_demo(const Model& m, const std::vector<demo_problem>& probs, generate_options g,
+                                        bool progress, const std::string& label) {
+  const std::size_t batch = 64;
+  std::size_t correct = 0;
+  double steps = 0, tokens = 0;
+  for (std::size_t b0 = 0; b0 < probs.size(); b0 += batch) {
+    const std::size_t b1 = std::min(probs.size(), b0 + batch);
+    std::vector<std::vector<std::int32_t>> prompts;
+    std::size_t answer_len = 0;
+    for (std::size_t i = b0; i < b1; ++i) {
+      prompts.push_back(probs[i].prompt);
+      answer_len = std::max(answer_len, probs[i].answer.size());
+    }
+    g.max_new_tokens = std::int64_t(answer_len);
+    const auto res = generate_batch(m, prompts, g);
+    for (std::size_t i = b0; i < b1; ++i) {
+      const auto& r = res[i - b0];
+      const auto& want = probs[i].answer;
+      correct += r.tokens.size() >= want.size() && std::equal(want.begin(), want.end(), r.tokens.begin());
+      for (std::size_t t = 0; t < std::min(r.steps.size(), want.size()); ++t) steps += r.steps[t];
+      tokens += double(std::min(r.steps.size(), want.size()));
+    }
+    if (progress) {
+      const int width = 30, done = int(width * b1 / probs.size());
+      std::fprintf(stderr, "\r%-6s [%s%s] %zu/%zu", label.c_str(), std::string(std::size_t(done), '#').c_str(),
+                   std::string(std::size_t(width - done), '.').c_str(), b1, probs.size());
+      if (b1 == probs.size()) std::fprintf(stderr, "\n");
+    }
+  }
+  return {double(correct) / double(probs.size()), tokens > 0 ? steps / tokens : 0.0};
+}
+
+/// \brief `muninn demo [--model DIR] [--problems N] [--depths 1,2,...] [--exit-threshold X] [--max-steps N]`.
+template <class Model>
+int run_demo(int argc, char** argv) {
+  args a(argc, argv, 2, {"--model", "--problems", "--depths", "--exit-threshold", "--max-steps", "--seed"}, {});
+  const std::string dir = find_demo_model(a);
+  const Model m = Model::load(dir);
+  auto probs = read_demo_problems(dir);
+  const std::int64_t want = a.get_int("--problems", 200);
+  MUNINN_CHECK(want > 0, "--problems must be positive, got ", want);
+  const bool long_run = a.has("--problems");
+  if (std::int64_t(probs.size()) > want) probs.resize(std::size_t(want));
+  std::vector<std::int32_t> depths = args::parse_ids(a.get("--depths", "1,2,4,8,16,32"), "--depths");
+  const std::int64_t max_steps = a.get_int("--max-steps", 32);
+
+  std::cout << "muninn demo: " << probs.size() << " held-out problems, model " << dir << " ("
+            << m.parameter_count() << " parameters, trained at mean depth " << m.config().mean_recurrence << ")\n";
+  generate_options g;
+  g.run.init = init_state::zero;
+  g.run.seed = std::uint64_t(a.get_int("--seed", 0));
+  std::vector<std::pair<std::string, std::pair<double, double>>> rows;
+  for (auto r : depths) {
+    MUNINN_CHECK(r >= 0, "--depths: negative depth ", r);
+    g.run.steps = r;
+    g.run.halt = halting_options{};
+    g.run.halt.criterion = halt_criterion::none;
+    const auto res = evaluate_demo(m, probs, g, long_run, "r=" + std::to_string(r));
+    std::printf("r=%d accuracy=%.3f mean_steps=%.2f\n", r, res.first, res.second);
+    std::fflush(stdout);
+    rows.push_back({"r=" + std::to_string(r), res});
+  }
+  g.run.steps = max_steps;
+  g.run.halt.criterion = halt_criterion::kl;
+  g.run.halt.threshold = a.get_double("--exit-threshold", default_threshold(halt_criterion::kl));
+  g.run.halt.max_steps = max_steps;
+  const auto res = evaluate_demo(m, probs, g, long_run, "r=auto");
+  std::printf("r=auto accuracy=%.3f mean_steps=%.2f\n", res.first, res.second);
+  rows.push_back({"r=auto", res});
+
+  std::printf("\naccuracy by recurrence depth (r=auto: KL exit < %g, at most %lld steps)\n",
+              g.run.halt.effective_threshold(), (long long)max_steps);
+  for (const auto& [label, v] : rows) {
+    const int width = 40, bar = int(v.first * width + 0.5);
+    std::printf("%-7s |%s%s| %5.1f%%\n", label.c_str(), std::string(std::size_t(bar), '#').c_str(),
+                std::string(std::size_t(width - bar), ' ').c_str(), 100.0 * v.first);
+  }
+  return 0;
+}
+
+}  // namespace muninn::cli
