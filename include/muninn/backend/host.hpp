@@ -26,13 +26,16 @@ template <class T>
 class host_buffer {
  public:
   host_buffer() = default;
+  /// \brief Allocates `n` uninitialised elements (rounded up to whole 64-byte lines); throws on failure.
   explicit host_buffer(std::size_t n) : size_(n) {
     if (n == 0) return;
     const std::size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
     data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
     if (!data_) fail("host allocation of ", bytes, " bytes failed");
   }
+  /// \brief Takes ownership of `o`'s memory, leaving `o` empty.
   host_buffer(host_buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  /// \brief Frees this buffer's memory, then takes `o`'s, leaving `o` empty.
   host_buffer& operator=(host_buffer&& o) noexcept {
     if (this != &o) {
       std::free(data_);
@@ -45,10 +48,15 @@ class host_buffer {
   host_buffer& operator=(const host_buffer&) = delete;
   ~host_buffer() { std::free(data_); }
 
+  /// \brief First element; null when empty.
   T* data() { return data_; }
+  /// \brief First element; null when empty.
   const T* data() const { return data_; }
+  /// \brief Number of elements.
   std::size_t size() const { return size_; }
+  /// \brief Element i (unchecked).
   T& operator[](std::size_t i) { return data_[i]; }
+  /// \brief Element i (unchecked).
   const T& operator[](std::size_t i) const { return data_[i]; }
 
  private:
@@ -61,7 +69,8 @@ class host_buffer {
 /// Work is spread over OpenMP threads when the translation unit is built with OpenMP
 /// (the `muninn::muninn` target adds it when CMake finds it) and runs serially otherwise.
 struct host_backend {
-  using tag = host_tag;
+  using tag = host_tag;  ///< identifies this backend in compile-time dispatch
+  /// \brief Owning array type for this backend's memory.
   template <class T>
   using buffer = host_buffer<T>;
 

@@ -17,18 +17,18 @@ struct model_config {
   std::int64_t head_dim = 0;                ///< n_embd / n_heads unless given
   std::int64_t intermediate_size = 0;       ///< gated MLP inner width (fc outputs twice this)
   std::int64_t vocab_size = 0;              ///< rows of the embedding ("padded_vocab_size" wins if present)
-  std::int64_t n_layers_in_prelude = 0;
-  std::int64_t n_layers_in_recurrent_block = 0;
-  std::int64_t n_layers_in_coda = 0;
+  std::int64_t n_layers_in_prelude = 0;     ///< blocks run once before the recurrence
+  std::int64_t n_layers_in_recurrent_block = 0;  ///< blocks of the core, repeated each recurrence step
+  std::int64_t n_layers_in_coda = 0;        ///< blocks run once after the recurrence
   std::int64_t mean_recurrence = 0;         ///< default number of recurrence steps
   std::int64_t block_size = 0;              ///< longest sequence (RoPE table length)
-  float norm_eps = 1e-6f;
-  float rope_base = 50000.0f;
+  float norm_eps = 1e-6f;                   ///< RMSNorm epsilon
+  float rope_base = 50000.0f;               ///< RoPE theta
   float init_scale = 1.0f;                  ///< multiplies the random state's std
   float init_std = 0.0f;                    ///< init_values["std"] of the random state; 0: sqrt(2 / (5 n_embd))
   bool qk_bias = true;                      ///< learned per-head bias on q and k
   bool bias = false;                        ///< bias on Linear layers (unsupported when true)
-  bool tie_embeddings = true;
+  bool tie_embeddings = true;               ///< LM head reuses the embedding matrix
   std::string injection_type = "linear";   ///< "linear" (concat adapter) or "add"
   std::string block_type = "sandwich";     ///< Muninn extension: "sandwich" (Huginn) or "pre_norm"
   std::string source;                       ///< file the config was read from, for error messages

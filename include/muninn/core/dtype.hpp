@@ -15,15 +15,15 @@ namespace muninn {
 /// A plain 2-byte struct (layout-compatible with `__nv_bfloat16`) so that host code never needs
 /// CUDA headers; arithmetic happens after conversion to float.
 struct bf16 {
-  std::uint16_t bits;
+  std::uint16_t bits;  ///< raw bf16 bit pattern
 };
 
 /// \brief IEEE binary16 storage (layout-compatible with `__half`).
 struct f16 {
-  std::uint16_t bits;
+  std::uint16_t bits;  ///< raw IEEE binary16 bit pattern
 };
 
-/// \brief Bit-cast helpers (memcpy keeps them well defined in C++17).
+/// \brief Bit-cast helpers (memcpy keeps them well defined in C++17): float → its IEEE bits.
 MUNINN_HOST_DEVICE MUNINN_INLINE std::uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(f);
@@ -33,6 +33,7 @@ MUNINN_HOST_DEVICE MUNINN_INLINE std::uint32_t float_bits(float f) {
   return u;
 #endif
 }
+/// \brief IEEE bits → float; the inverse of float_bits.
 MUNINN_HOST_DEVICE MUNINN_INLINE float bits_float(std::uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
@@ -90,15 +91,19 @@ MUNINN_HOST_DEVICE MUNINN_INLINE f16 to_f16(float f) {
   return f16{std::uint16_t(sign | (r >> 13))};
 }
 
+/// \brief Identity, so generic code can call to_float on any storage type.
 MUNINN_HOST_DEVICE MUNINN_INLINE float to_float(float v) { return v; }
 
 /// \brief Converts a float to storage type T (float, bf16 or f16).
 template <class T>
 MUNINN_HOST_DEVICE MUNINN_INLINE T from_float(float v);
+/// \brief Identity for float storage.
 template <>
 MUNINN_HOST_DEVICE MUNINN_INLINE float from_float<float>(float v) { return v; }
+/// \brief Rounds to bf16 (nearest-even), see to_bf16.
 template <>
 MUNINN_HOST_DEVICE MUNINN_INLINE bf16 from_float<bf16>(float v) { return to_bf16(v); }
+/// \brief Rounds to f16 (nearest-even), see to_f16.
 template <>
 MUNINN_HOST_DEVICE MUNINN_INLINE f16 from_float<f16>(float v) { return to_f16(v); }
 
@@ -121,12 +126,21 @@ inline const char* dtype_name(dtype t) {
 /// \brief Compile-time dtype of a storage type.
 template <class T>
 struct dtype_of;
+/// \brief float is stored as F32.
 template <>
-struct dtype_of<float> { static constexpr dtype value = dtype::f32; };
+struct dtype_of<float> {
+  static constexpr dtype value = dtype::f32;  ///< the run-time tag of float
+};
+/// \brief bf16 is stored as BF16.
 template <>
-struct dtype_of<bf16> { static constexpr dtype value = dtype::bf16; };
+struct dtype_of<bf16> {
+  static constexpr dtype value = dtype::bf16;  ///< the run-time tag of bf16
+};
+/// \brief f16 is stored as F16.
 template <>
-struct dtype_of<f16> { static constexpr dtype value = dtype::f16; };
+struct dtype_of<f16> {
+  static constexpr dtype value = dtype::f16;  ///< the run-time tag of f16
+};
 
 /// \brief Converts `n` elements stored as `src_type` at `src` into T at `dst`.
 template <class T>

@@ -18,5 +18,7 @@
 
 /// \brief Library version, kept in sync with the CMake project version.
 #define MUNINN_VERSION_MAJOR 0
+/// \brief Minor version; see MUNINN_VERSION_MAJOR.
 #define MUNINN_VERSION_MINOR 1
+/// \brief Patch version; see MUNINN_VERSION_MAJOR.
 #define MUNINN_VERSION_PATCH 0

@@ -17,10 +17,11 @@ inline constexpr int max_rank = 5;
 
 /// \brief A shape: rank plus extents. Value type, cheap to copy.
 struct shape_t {
-  int rank = 0;
-  std::array<std::int64_t, max_rank> dims{};
+  int rank = 0;                               ///< number of used entries in dims
+  std::array<std::int64_t, max_rank> dims{};  ///< extents, outermost first; entries past rank are unused
 
   shape_t() = default;
+  /// \brief Shape from extents, e.g. `{tokens, n_embd}`; throws when the rank exceeds max_rank.
   shape_t(std::initializer_list<std::int64_t> d) {
     MUNINN_CHECK(int(d.size()) <= max_rank, "shape rank ", d.size(), " exceeds ", max_rank);
     for (auto v : d) dims[rank++] = v;
@@ -31,13 +32,16 @@ struct shape_t {
     for (int i = 0; i < rank; ++i) n *= dims[i];
     return n;
   }
+  /// \brief Extent of dimension i (unchecked).
   std::int64_t operator[](int i) const { return dims[i]; }
+  /// \brief Same rank and extents; unused entries are ignored.
   bool operator==(const shape_t& o) const {
     if (rank != o.rank) return false;
     for (int i = 0; i < rank; ++i)
       if (dims[i] != o.dims[i]) return false;
     return true;
   }
+  /// \brief Negation of operator==.
   bool operator!=(const shape_t& o) const { return !(*this == o); }
   /// \brief "[a, b, c]", used in error messages.
   std::string str() const {
@@ -53,9 +57,9 @@ struct shape_t {
 /// a device pointer: a view says nothing about where its memory lives, the backend does.
 template <class T>
 struct tensor_view {
-  T* data = nullptr;
-  shape_t shape;
-  std::array<std::int64_t, max_rank> strides{};
+  T* data = nullptr;                             ///< first element (host or device memory)
+  shape_t shape;                                 ///< logical extents
+  std::array<std::int64_t, max_rank> strides{};  ///< element (not byte) step per dimension
 
   tensor_view() = default;
   /// \brief Contiguous row-major view.
@@ -69,9 +73,13 @@ struct tensor_view {
   /// \brief View with explicit strides (in elements).
   tensor_view(T* p, shape_t s, std::array<std::int64_t, max_rank> st) : data(p), shape(s), strides(st) {}
 
+  /// \brief Number of dimensions.
   int rank() const { return shape.rank; }
+  /// \brief Extent of dimension i.
   std::int64_t size(int i) const { return shape.dims[i]; }
+  /// \brief Step of dimension i, in elements.
   std::int64_t stride(int i) const { return strides[i]; }
+  /// \brief Number of elements the view covers.
   std::int64_t numel() const { return shape.numel(); }
   /// \brief True when the elements are dense and row-major.
   bool contiguous() const {

@@ -90,7 +90,7 @@ namespace kv_cache {
 /// step s mod k (the paper's zero-shot KV sharing; the reference's `compress-s{4k}`), so memory per
 /// token no longer grows with r.
 struct per_layer_slot {
-  static constexpr const char* name = "per_layer_slot";
+  static constexpr const char* name = "per_layer_slot";  ///< spelling used in messages and config checks
   /// \brief Distinct core steps that own slots: all of them, or the budget.
   static std::int64_t core_steps(std::int64_t max_steps, std::int64_t budget) {
     return budget > 0 ? std::min(budget, max_steps) : max_steps;

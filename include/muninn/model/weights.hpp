@@ -21,7 +21,7 @@ namespace muninn {
 /// \brief One transformer layer's parameters, in backend memory, in checkpoint layout.
 template <class Backend, class T>
 struct layer_weights {
-  using buffer = typename Backend::template buffer<T>;
+  using buffer = typename Backend::template buffer<T>;  ///< owning storage on the backend
   buffer norm[4];   ///< norm_1..norm_4 (pre_norm blocks use the first two)
   buffer wqkv;      ///< [(H + 2·Hkv)·D, h], rows q; k; v
   buffer qk_bias;   ///< [2, H·D]: q bias then k bias (empty when the config has no qk_bias)
@@ -33,13 +33,18 @@ struct layer_weights {
 /// \brief All parameters of a prelude/core/coda model.
 template <class Backend, class T>
 struct model_weights {
-  using buffer = typename Backend::template buffer<T>;
+  using buffer = typename Backend::template buffer<T>;  ///< owning storage on the backend
   buffer wte;        ///< [V, h] embedding (also the head when tied)
   buffer lm_head;    ///< [V, h] untied head (empty when tied)
   buffer adapter;    ///< [h, 2h] concat adapter (empty for add-injection)
   buffer ln_f;       ///< [h]
   typename Backend::template buffer<float> rope;  ///< [block_size, D/2, 2] cos/sin, always fp32
+  /// \brief Prelude layers, run once before the recurrence.
   std::vector<layer_weights<Backend, T>> prelude, core, coda;
+  /// \var core
+  /// \brief Recurrent core layers, run once per recurrence step.
+  /// \var coda
+  /// \brief Coda layers, run once after the recurrence.
   std::int64_t parameter_count = 0;  ///< unique parameters (the RoPE table and a duplicate lm_head excluded)
 };
 
