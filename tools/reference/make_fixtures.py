@@ -20,12 +20,15 @@ import math
 import os
 import shutil
 import sys
+import unicodedata
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import huginn_ref as H  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Tolerances for the self-checks.  ROUNDOFF: two fp32 computations of the same maths that differ
 # only in shapes / reduction order.  DETECT: the smallest change a wrong variant must cause.
@@ -36,11 +39,11 @@ DETECT = 1e-3
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
-def dump_json(obj, path: str) -> None:
-    """Indented JSON with lists of numbers kept on one line."""
+def dump_json(obj, path: str, ensure_ascii: bool = True) -> None:
+    """Indented JSON with lists of numbers kept on one line (UTF-8 text as is with ensure_ascii False)."""
     import re
 
-    text = json.dumps(obj, indent=2)
+    text = json.dumps(obj, indent=2, ensure_ascii=ensure_ascii)
     text = re.sub(r"\[\s*([-0-9.e, \n]+?)\s*\]", lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text + "\n")
@@ -410,6 +413,135 @@ def choose_prompt(model: H.Huginn, vocab: int, seed: int, length: int = 5, min_d
 
 
 # ----------------------------------------------------------------------------------------------
+# tiny_text: text in, text out (`muninn generate --prompt`), with the byte-level BPE tokenizer fixture
+# ----------------------------------------------------------------------------------------------
+# Prompts: ASCII; non-ASCII (Latin-1 letters and Cyrillic, several multi-byte tokens); a leading
+# space and digits.  No ';' (CMake list separator) and no newline, so the CMake test can pass them
+# as single arguments.
+TEXT_PROMPTS = [
+    "The quick brown fox",
+    "Grüße aus München! Привет, мир",
+    " 2025 models: 3.5 billion",
+]
+TEXT_MAX_NEW = 8
+TEXT_MIN_GAP = 1e-2  # top1 - top2 logit of every greedy decision
+TEXT_MIN_DISTINCT = 3  # distinct new ids per continuation (not one repeated token)
+TEXT_SIZE_LIMIT = 250 * 1000  # bytes, the whole directory
+# With the plain init this tiny model is nearly a Markov chain: attention is almost uniform (q.k
+# logits of std ~0.4) and its output enters the residual at out_proj scale, so replacing any prompt
+# id but the last one left the continuation unchanged, and a wrong encode would go unnoticed.
+# Scaling the q and k rows of Wqkv and attn.proj by 4 (after the init, before the BF16 rounding)
+# makes attention sharp and matter: every prompt id then changes the continuation (asserted).
+TEXT_ATTN_SCALE = 4.0
+# First weight seed tried.  Most seeds fail the checks (a 736-token random model often has a near
+# tie or prints a control byte); of the seeds 100..599 that pass with every prompt id mattering,
+# 567 has the largest smallest gap (0.04).
+TEXT_SEED = 567
+
+
+def _text_ok(text: str) -> bool:
+    """A decoded continuation that prints as one line: no control characters (newline, CR, tab, NUL,
+    C1) and no line or paragraph separators.  U+FFFD is allowed: a random model often cuts a
+    multi-byte character between ids, and the CLI must then print what `tokenizers` prints (Rust's
+    from_utf8_lossy)."""
+    return not any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text)
+
+
+def write_text_fixture(out_dir: str, tokenizer_json: str, log) -> None:
+    """tiny_text: a BF16 Huginn whose vocab is the tokenizer's, plus text.json (prompts, their ids
+    from `tokenizers`, the greedy continuations and their decoded text)."""
+    from tokenizers import Tokenizer  # only this fixture needs it
+
+    tok = Tokenizer.from_file(tokenizer_json)
+    with open(tokenizer_json, encoding="utf-8") as f:
+        tj = json.load(f)
+    vocab = 1 + max(list(tj["model"]["vocab"].values()) + [t["id"] for t in tj["added_tokens"]])
+    assert vocab == tok.get_vocab_size(with_added_tokens=True), (vocab, tok.get_vocab_size())
+    n_base = len(tj["model"]["vocab"])  # BPE ids 0..n_base-1, then the special tokens
+    prompts = []
+    for text in TEXT_PROMPTS:
+        ids = tok.encode(text, add_special_tokens=False).ids
+        assert tok.decode(ids, skip_special_tokens=False) == text, text
+        prompts.append((text, ids))
+    assert any(ord(c) > 127 for t in TEXT_PROMPTS for c in t)
+    assert any(t.startswith(" ") and any(c.isdigit() for c in t) for t in TEXT_PROMPTS)
+
+    cfg = H.HuginnConfig(
+        n_embd=32, num_attention_heads=2, intermediate_size=64, vocab_size=vocab, padded_vocab_size=vocab,
+        n_layers_in_prelude=1, n_layers_in_recurrent_block=1, n_layers_in_coda=1,
+        mean_recurrence=3, block_size=64, qk_bias=True,
+    )
+    R = cfg.mean_recurrence
+    for seed in range(TEXT_SEED, TEXT_SEED + 200):  # the first weight seed whose continuations all qualify
+        m = H.Huginn(cfg)
+        m.init_weights(seed=seed, golden=True)
+        with torch.no_grad():
+            t = m.transformer
+            for b in list(t["prelude"]) + list(t["core_block"]) + list(t["coda"]):
+                b.attn.Wqkv.weight[: sum(b.attn.split_sizes[:2])] *= TEXT_ATTN_SCALE
+                b.attn.proj.weight *= TEXT_ATTN_SCALE
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        m.save_pretrained(out_dir, torch.bfloat16, shards=1, include_freqs_cis=True, duplicate_lm_head=False)
+        ml = H.Huginn.from_pretrained(out_dir)  # the fp32 model of the BF16-rounded weights
+        cases = []
+        for text, ids in prompts:
+            p = torch.tensor([ids])
+            assert p.shape[1] + TEXT_MAX_NEW <= cfg.block_size
+            new = ml.generate_greedy(p, TEXT_MAX_NEW, R)
+            out = new[0].tolist()
+            gap = greedy_margins(ml, p, new, R)
+            dec = tok.decode(out, skip_special_tokens=False)
+            if len(set(out)) < TEXT_MIN_DISTINCT or gap <= TEXT_MIN_GAP or not _text_ok(dec):
+                break
+            # every prompt id matters: id + 1 at any position (the last included) changes the output
+            if any(
+                ml.generate_greedy(torch.tensor([ids[:i] + [(ids[i] + 1) % n_base] + ids[i + 1 :]]), TEXT_MAX_NEW, R)
+                .equal(new)
+                for i in range(len(ids))
+            ):
+                break
+            assert torch.equal(new, ml.generate_greedy_nocache(p, TEXT_MAX_NEW, R))
+            # the independent float64 oracle picks the same ids
+            ref64 = numpy_forward(ml.state_dict(), cfg, ids + out, R)[len(ids) - 1 : -1]
+            assert ref64.argmax(-1).tolist() == out
+            cases.append({"text": text, "ids": ids, "expected": out, "expected_text": dec,
+                          "min_top1_top2_gap": round(gap, 6)})
+        if len(cases) == len(prompts):
+            break
+    else:
+        raise RuntimeError("no weight seed gives suitable text continuations")
+    shutil.copyfile(tokenizer_json, os.path.join(out_dir, "tokenizer.json"))
+    stored = H.load_safetensors_dir(out_dir)
+    assert stored["freqs_cis"].dtype == torch.float32 and "lm_head.weight" not in stored
+    doc = {
+        "description": (
+            "Text in, text out: `muninn generate --model tiny_text --prompt TEXT --max-new-tokens 8 --steps 3 "
+            "--init-state zero` (greedy, KV cache). ids: the prompt encoded by `tokenizers` without special "
+            "tokens. expected: the 8 new ids of the fp32 model of the BF16 weights. expected_text: "
+            "`tokenizers` decode of the new ids only (skip_special_tokens false). Weights: golden init with "
+            "this seed, then the q/k rows of Wqkv and attn.proj scaled by attn_scale, so that every prompt "
+            "id changes the continuation."
+        ),
+        "weight_seed": seed,
+        "attn_scale": TEXT_ATTN_SCALE,
+        "tokenizer": "tokenizer.json (a copy of tests/data/tokenizer/gpt2.json)",
+        "max_new_tokens": TEXT_MAX_NEW,
+        "steps": R,
+        "init": "zero",
+        "min_top1_top2_gap": min(c["min_top1_top2_gap"] for c in cases),
+        "prompts": cases,
+    }
+    dump_json(doc, os.path.join(out_dir, "text.json"), ensure_ascii=False)
+    for c in cases:
+        log(f"    {c['text']!r} {c['ids']} -> {c['expected']} {c['expected_text']!r} "
+            f"(gap {c['min_top1_top2_gap']:.3f})")
+    size = sum(os.path.getsize(os.path.join(out_dir, fn)) for fn in os.listdir(out_dir))
+    log(f"    weight seed {seed}, size of tiny_text: {size / 1024:.1f} KiB")
+    assert size < TEXT_SIZE_LIMIT, size
+
+
+# ----------------------------------------------------------------------------------------------
 # runtime.json: adaptive decoding (exit criteria, KV fallback / budget, warm start, lockstep prompt)
 # ----------------------------------------------------------------------------------------------
 # (name, num_steps, criterion, threshold, min_steps, check_every, kv_budget, fallback, warm)
@@ -727,6 +859,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="tests/data/huginn", help="output directory (replaced)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--tokenizer", default=os.path.join(REPO_ROOT, "tests", "data", "tokenizer", "gpt2.json"),
+                    help="tokenizer.json for tiny_text (its vocab size sets the model's)")
     args = ap.parse_args()
     log = (lambda *a: None) if args.quiet else print
 
@@ -899,6 +1033,10 @@ def main() -> None:
     size_pg = sum(os.path.getsize(os.path.join(d, fn)) for fn in os.listdir(d))
     log(f"    size of tiny_prenorm_gqa: {size_pg / 1024:.1f} KiB")
     assert size_pg < 300 * 1000, size_pg
+
+    # ---- tiny_text: text in, text out with the BPE tokenizer fixture ----------------------------
+    log("tiny_text")
+    write_text_fixture(os.path.join(out, "tiny_text"), args.tokenizer, log)
 
     total = 0
     for root, _, fnames in os.walk(out):
