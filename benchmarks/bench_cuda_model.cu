@@ -32,6 +32,7 @@
 
 #include "muninn/cuda.cuh"
 #include "muninn/muninn.hpp"
+#include "cuda_bench_util.cuh"
 
 namespace {
 
@@ -39,88 +40,9 @@ using namespace muninn;
 using i64 = std::int64_t;
 using bench_model = model<cuda_backend, bf16>;
 
-// ------------------------------------------------------------------------------------ device
-
-struct device_info {
-  bool ok = false;
-  std::string name = "none";
-  std::string reason;             // why there is no device
-  double peak_bytes_per_s = 0.0;  // DRAM bandwidth
-};
-
-/// Peak DRAM bandwidth: 2 (DDR) · memory clock · bus width from the device attributes; a table
-/// by name when the driver reports no clock (NVIDIA data sheets).
-double peak_bandwidth(int dev, const std::string& name) {
-  int clock_khz = 0, bus_bits = 0;
-  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess && clock_khz > 0 &&
-      bus_bits > 0)
-    return 2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0;
-  (void)cudaGetLastError();
-  if (name.find("H200") != std::string::npos) return 4.8e12;
-  if (name.find("H100") != std::string::npos) return name.find("PCIe") != std::string::npos ? 2.0e12 : 3.35e12;
-  if (name.find("A100") != std::string::npos) return 2.0e12;
-  return 0.0;
-}
-
-const device_info& info() {
-  static const device_info d = [] {
-    device_info r;
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-      (void)cudaGetLastError();
-      r.reason = e != cudaSuccess ? cudaGetErrorString(e) : "0 devices";
-      return r;
-    }
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
-      (void)cudaGetLastError();
-      r.reason = "cudaGetDeviceProperties failed";
-      return r;
-    }
-    r.ok = true;
-    r.name = p.name;
-    r.peak_bytes_per_s = peak_bandwidth(0, r.name);
-    return r;
-  }();
-  return d;
-}
-
-bool skip_without_device(benchmark::State& st) {
-  if (info().ok) return false;
-  st.SkipWithError(("no CUDA device: " + info().reason).c_str());
-  return true;
-}
-
-/// Times one call with two events on the backend's stream. The model call ends with a blocking
-/// download, so the interval covers every kernel and every host gap of the call.
-class event_timer {
- public:
-  event_timer() {
-    MUNINN_CUDA_CHECK(cudaEventCreate(&a_));
-    MUNINN_CUDA_CHECK(cudaEventCreate(&b_));
-  }
-  ~event_timer() {
-    (void)cudaEventDestroy(a_);
-    (void)cudaEventDestroy(b_);
-  }
-  event_timer(const event_timer&) = delete;
-  event_timer& operator=(const event_timer&) = delete;
-  template <class F>
-  double seconds(const cuda_backend& be, F&& f) {
-    MUNINN_CUDA_CHECK(cudaEventRecord(a_, be.stream()));
-    f();
-    MUNINN_CUDA_CHECK(cudaEventRecord(b_, be.stream()));
-    MUNINN_CUDA_CHECK(cudaEventSynchronize(b_));
-    float ms = 0.0f;
-    MUNINN_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
-    return double(ms) * 1e-3;
-  }
-
- private:
-  cudaEvent_t a_ = nullptr, b_ = nullptr;
-};
+using muninn_bench::device;
+using muninn_bench::skip_without_device;
+using muninn_bench::timed_iterations;
 
 // ------------------------------------------------------------------------------------ models
 
@@ -238,6 +160,21 @@ const bench_model& get_model(bool big) {
   return *slot;
 }
 
+/// Zero initial state at r recurrences: the options every benchmark here runs with.
+run_options zero_state(i64 r) {
+  run_options o;
+  o.init = init_state::zero;
+  o.steps = r;
+  return o;
+}
+
+/// tokens/s and TFLOP/s (2 · weights touched per token at r recurrences) of `tokens` in `seconds`.
+void set_throughput(benchmark::State& st, const model_config& c, i64 r, double tokens, double seconds) {
+  const double tps = tokens / seconds;
+  st.counters["tokens/s"] = tps;
+  st.counters["TFLOP/s"] = tps * 2.0 * params_per_token(c, r) * 1e-12;
+}
+
 std::vector<std::int32_t> some_ids(i64 n, i64 vocab, i64 salt) {
   std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
   for (i64 i = 0; i < n; ++i) ids[std::size_t(i)] = std::int32_t((i * 7919 + salt * 104729) % vocab);
@@ -254,27 +191,21 @@ void bm_decode(benchmark::State& st, bool big, i64 r) {
   const bench_model& m = get_model(big);
   const cuda_backend& be = backend();
   const model_config& c = m.config();
-  run_options o;
-  o.init = init_state::zero;
-  o.steps = r;
+  const run_options o = zero_state(r);
   const i64 warm = 2;
   auto ctx = m.make_context(kPrompt + warm + st.max_iterations + 1, r);
   m.forward(ctx, some_ids(kPrompt, c.vocab_size, 1), o, logits_for::last);
   for (i64 i = 0; i < warm; ++i) m.forward(ctx, {std::int32_t(i + 3)}, o, logits_for::last);
-  event_timer timer;
-  double total = 0.0;
   i64 t = 0;
-  for (auto _ : st) {
-    const std::int32_t tok = std::int32_t((t++ * 31 + 5) % c.vocab_size);
-    const double s = timer.seconds(be, [&] { benchmark::DoNotOptimize(m.forward(ctx, {tok}, o, logits_for::last)); });
-    st.SetIterationTime(s);
-    total += s;
-  }
+  std::int32_t tok = 0;
+  const double total = timed_iterations(
+      st, be, [&] { tok = std::int32_t((t++ * 31 + 5) % c.vocab_size); },
+      [&] { benchmark::DoNotOptimize(m.forward(ctx, {tok}, o, logits_for::last)); });
   const double tps = double(st.iterations()) / total;
   const double bytes = params_per_token(c, r) * sizeof(bf16);
   st.counters["tokens/s"] = tps;
   st.counters["weight_GB/s"] = tps * bytes * 1e-9;
-  if (info().peak_bytes_per_s > 0) st.counters["%ceiling"] = 100.0 * tps / (info().peak_bytes_per_s / bytes);
+  if (device().peak_bytes_per_s > 0) st.counters["%ceiling"] = 100.0 * tps / (device().peak_bytes_per_s / bytes);
   st.SetLabel(std::string(c.source) + ", ctx " + std::to_string(kPrompt) + "+");
 }
 
@@ -284,9 +215,7 @@ void bm_prefill(benchmark::State& st, bool big, i64 n, i64 r) {
   const bench_model& m = get_model(big);
   const cuda_backend& be = backend();
   const model_config& c = m.config();
-  run_options o;
-  o.init = init_state::zero;
-  o.steps = r;
+  const run_options o = zero_state(r);
   context_limits lim;
   lim.max_tokens = n;
   lim.max_steps = r;
@@ -295,17 +224,9 @@ void bm_prefill(benchmark::State& st, bool big, i64 n, i64 r) {
   const auto ids = some_ids(n, c.vocab_size, 2);
   ctx.reset();
   m.forward(ctx, ids, o, logits_for::last);  // warm-up: cuBLAS heuristics, workspace growth
-  event_timer timer;
-  double total = 0.0;
-  for (auto _ : st) {
-    ctx.reset();
-    const double s = timer.seconds(be, [&] { benchmark::DoNotOptimize(m.forward(ctx, ids, o, logits_for::last)); });
-    st.SetIterationTime(s);
-    total += s;
-  }
-  const double tps = double(st.iterations()) * double(n) / total;
-  st.counters["tokens/s"] = tps;
-  st.counters["TFLOP/s"] = tps * 2.0 * params_per_token(c, r) * 1e-12;
+  const double total = timed_iterations(
+      st, be, [&] { ctx.reset(); }, [&] { benchmark::DoNotOptimize(m.forward(ctx, ids, o, logits_for::last)); });
+  set_throughput(st, c, r, double(st.iterations()) * double(n), total);
   st.SetLabel(c.source);
 }
 
@@ -315,9 +236,7 @@ void bm_batch_decode(benchmark::State& st, bool big, i64 batch, i64 r) {
   const bench_model& m = get_model(big);
   const cuda_backend& be = backend();
   const model_config& c = m.config();
-  run_options o;
-  o.init = init_state::zero;
-  o.steps = r;
+  const run_options o = zero_state(r);
   const i64 prompt = 32, warm = 1;
   std::vector<bench_model::context_type> ctxs;
   std::vector<bench_model::context_type*> ptrs;
@@ -335,20 +254,15 @@ void bm_batch_decode(benchmark::State& st, bool big, i64 batch, i64 r) {
   m.forward_batch(ws, ptrs, prompts, o, logits_for::last);
   std::vector<std::vector<std::int32_t>> step(std::size_t(batch), std::vector<std::int32_t>(1, 7));
   for (i64 i = 0; i < warm; ++i) m.forward_batch(ws, ptrs, step, o, logits_for::last);
-  event_timer timer;
-  double total = 0.0;
   i64 t = 0;
-  for (auto _ : st) {
+  const auto next_tokens = [&] {
     for (i64 b = 0; b < batch; ++b) step[std::size_t(b)][0] = std::int32_t((t * 131 + b * 17 + 3) % c.vocab_size);
     ++t;
-    const double s =
-        timer.seconds(be, [&] { benchmark::DoNotOptimize(m.forward_batch(ws, ptrs, step, o, logits_for::last)); });
-    st.SetIterationTime(s);
-    total += s;
-  }
-  const double tps = double(st.iterations()) * double(batch) / total;
-  st.counters["tokens/s"] = tps;
-  st.counters["TFLOP/s"] = tps * 2.0 * params_per_token(c, r) * 1e-12;
+  };
+  const double total = timed_iterations(st, be, next_tokens, [&] {
+    benchmark::DoNotOptimize(m.forward_batch(ws, ptrs, step, o, logits_for::last));
+  });
+  set_throughput(st, c, r, double(st.iterations()) * double(batch), total);
   st.SetLabel(std::string(c.source) + ", r " + std::to_string(r));
 }
 
@@ -389,9 +303,7 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const device_info& d = info();
-  benchmark::AddCustomContext("cuda_device", d.ok ? d.name : "none (" + d.reason + ")");
-  if (d.ok) benchmark::AddCustomContext("peak_bandwidth_GB/s", std::to_string(d.peak_bytes_per_s / 1e9));
+  muninn_bench::add_device_context();
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

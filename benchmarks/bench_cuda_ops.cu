@@ -25,73 +25,45 @@
 
 #include "muninn/cuda.cuh"
 #include "muninn/ops/rope.hpp"
+#include "cuda_bench_util.cuh"
 
 namespace {
 
 using namespace muninn;
 using i64 = std::int64_t;
 
-/// What the device can do at most, for the % counters.
-struct device_info {
-  bool ok = false;
-  std::string name = "none";
-  double peak_bytes_per_s = 0.0;
-  double peak_f32_flops = 0.0;
-  double peak_bf16_flops = 0.0;
+using muninn_bench::device;
+using muninn_bench::skip_without_device;
+
+/// Dense peak FLOP/s of the device for the %FLOP counters; an estimate from the SM count, clock and
+/// compute capability (0 without a device).
+struct flop_peaks {
+  double f32 = 0.0;
+  double bf16 = 0.0;
 };
 
-/// Peak DRAM bandwidth: 2 (DDR) · memory clock · bus width, from the device attributes; a table
-/// by name when the driver reports no clock (values: NVIDIA data sheets).
-double peak_bandwidth(int dev, const std::string& name) {
-  int clock_khz = 0, bus_bits = 0;
-  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess && clock_khz > 0 &&
-      bus_bits > 0)
-    return 2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0;
-  (void)cudaGetLastError();
-  if (name.find("H200") != std::string::npos) return 4.8e12;
-  if (name.find("H100") != std::string::npos)
-    return name.find("PCIe") != std::string::npos ? 2.0e12 : 3.35e12;
-  if (name.find("A100") != std::string::npos) return 2.0e12;
-  return 0.0;
-}
-
-const device_info& info() {
-  static const device_info d = [] {
-    device_info r;
-    if (!cuda_backend::available()) return r;
-    int dev = 0;
-    cudaDeviceProp p{};
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return r;
-    }
-    r.ok = true;
-    r.name = p.name;
-    r.peak_bytes_per_s = peak_bandwidth(dev, r.name);
+const flop_peaks& peaks() {
+  static const flop_peaks f = [] {
+    flop_peaks r;
+    const muninn_bench::cuda_device& d = device();
+    if (!d.ok) return r;
     int clock_khz = 0;
-    (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev);
+    (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, d.index);
     (void)cudaGetLastError();
-    const double sm_hz = double(p.multiProcessorCount) * double(clock_khz) * 1e3;
+    const double sm_hz = double(d.prop.multiProcessorCount) * double(clock_khz) * 1e3;
     // FP32 lanes per SM: 128 on sm_86+/sm_90, 64 on sm_80. Dense bf16 tensor-core FLOP per SM
     // per clock: 4096 on sm_90 (989 TFLOP/s on an H100 SXM), 2048 on sm_80 (312 on an A100).
-    const bool hopper = p.major >= 9, a100 = p.major == 8 && p.minor == 0;
-    r.peak_f32_flops = sm_hz * 2.0 * (a100 ? 64.0 : 128.0);
-    r.peak_bf16_flops = sm_hz * (hopper ? 4096.0 : a100 ? 2048.0 : 1024.0);
+    const bool hopper = d.prop.major >= 9, a100 = d.prop.major == 8 && d.prop.minor == 0;
+    r.f32 = sm_hz * 2.0 * (a100 ? 64.0 : 128.0);
+    r.bf16 = sm_hz * (hopper ? 4096.0 : a100 ? 2048.0 : 1024.0);
     return r;
   }();
-  return d;
+  return f;
 }
 
 const cuda_backend& backend() {
   static const cuda_backend be = cuda_backend::create();
   return be;
-}
-
-bool skip_without_device(benchmark::State& st) {
-  if (info().ok) return false;
-  st.SkipWithError("no CUDA device");
-  return true;
 }
 
 template <class T>
@@ -108,24 +80,19 @@ cuda_buffer<T> random_device(const cuda_backend& be, std::size_t n, std::uint32_
 
 template <class T>
 double peak_flops() {
-  return std::is_same_v<T, float> ? info().peak_f32_flops : info().peak_bf16_flops;
+  return std::is_same_v<T, float> ? peaks().f32 : peaks().bf16;
 }
 
 /// Times `op` with CUDA events and sets the manual time and the throughput counters.
 template <class F>
 void run_timed(benchmark::State& st, F&& op, double bytes, double flops, double flop_peak) {
   const cuda_backend& be = backend();
-  cudaEvent_t start, stop;
-  MUNINN_CUDA_CHECK(cudaEventCreate(&start));
-  MUNINN_CUDA_CHECK(cudaEventCreate(&stop));
+  muninn_bench::event_timer timer;
   const auto measure = [&](int reps) {
-    MUNINN_CUDA_CHECK(cudaEventRecord(start, be.stream()));
-    for (int r = 0; r < reps; ++r) op();
-    MUNINN_CUDA_CHECK(cudaEventRecord(stop, be.stream()));
-    MUNINN_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    MUNINN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return double(ms) * 1e-3 / reps;
+    const auto ops = [&] {
+      for (int r = 0; r < reps; ++r) op();
+    };
+    return timer.seconds(be, ops) / reps;
   };
   measure(1);  // warm-up: lazy module loading, workspace growth, cuBLAS heuristics
   const double once = measure(1);
@@ -138,13 +105,11 @@ void run_timed(benchmark::State& st, F&& op, double bytes, double flops, double 
     total += t;
     ++n;
   }
-  MUNINN_CUDA_CHECK(cudaEventDestroy(start));
-  MUNINN_CUDA_CHECK(cudaEventDestroy(stop));
   if (n == 0 || total <= 0.0) return;
   const double per_op = total / double(n);
   if (bytes > 0) {
     st.counters["GB/s"] = bytes / per_op / 1e9;
-    if (info().peak_bytes_per_s > 0) st.counters["%BW"] = 100.0 * bytes / per_op / info().peak_bytes_per_s;
+    if (device().peak_bytes_per_s > 0) st.counters["%BW"] = 100.0 * bytes / per_op / device().peak_bytes_per_s;
   }
   if (flops > 0) {
     st.counters["TFLOP/s"] = flops / per_op / 1e12;
@@ -285,7 +250,7 @@ void BM_attention(benchmark::State& st) {
         attention(be, q.data(), w, k.data(), v.data(), w, out.data(), w, nq, nkv, H, H, D,
                   1.0f / std::sqrt(float(D)));
       },
-      double(2 * nkv * w + 2 * nq * w) * sizeof(T), 4.0 * double(D) * double(H) * pairs, info().peak_f32_flops);
+      double(2 * nkv * w + 2 * nq * w) * sizeof(T), 4.0 * double(D) * double(H) * pairs, peaks().f32);
 }
 BENCHMARK_TEMPLATE(BM_attention, bf16)
     ->Args({1, 1024})
@@ -382,12 +347,10 @@ BENCHMARK_TEMPLATE(BM_fill_truncated_normal, bf16)->Arg(5280)->Arg(1 << 24)->Arg
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const device_info& d = info();
-  benchmark::AddCustomContext("cuda_device", d.name);
-  if (d.ok) {
-    benchmark::AddCustomContext("peak_bandwidth_GB/s", std::to_string(d.peak_bytes_per_s / 1e9));
-    benchmark::AddCustomContext("peak_fp32_TFLOP/s", std::to_string(d.peak_f32_flops / 1e12));
-    benchmark::AddCustomContext("peak_bf16_TFLOP/s", std::to_string(d.peak_bf16_flops / 1e12));
+  muninn_bench::add_device_context();
+  if (device().ok) {
+    benchmark::AddCustomContext("peak_fp32_TFLOP/s", std::to_string(peaks().f32 / 1e12));
+    benchmark::AddCustomContext("peak_bf16_TFLOP/s", std::to_string(peaks().bf16 / 1e12));
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

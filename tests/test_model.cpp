@@ -8,37 +8,19 @@
 #include <vector>
 
 #include "muninn/muninn.hpp"
+#include "test_model_util.hpp"
 
 using namespace muninn;
 
 namespace {
 
-const std::string data_dir = std::string(MUNINN_TEST_DATA) + "/huginn/";
+using muninn_test::data_dir;
+using muninn_test::expected;
+using muninn_test::ids_of;
+using muninn_test::max_abs_diff;
 
 // fp32 tolerance of the issue: max |Δlogit| ≤ 1e-4 against the fp32 PyTorch reference.
 constexpr double kLogitTol = 1e-4;
-
-std::vector<std::int32_t> ids_of(const io::json& arr) {
-  std::vector<std::int32_t> v;
-  for (const auto& x : arr.as_array()) v.push_back(std::int32_t(x.as_int()));
-  return v;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const double d = std::fabs(double(a[i]) - double(b[i]));
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
-  return m;
-}
-
-std::vector<float> expected(const std::string& fixture, const std::string& file, std::vector<std::int64_t> shape) {
-  auto arr = io::read_npy_f32(data_dir + fixture + "/" + file);
-  EXPECT_EQ(arr.shape, shape) << file;
-  return arr.data;
-}
 
 template <class Arch>
 void check_fixture(const std::string& name) {
@@ -64,41 +46,26 @@ void check_fixture(const std::string& name) {
 
   // Chunked prefill: n1 tokens, then n2 tokens in one call attending to the cache (bottom-right mask).
   if (const io::json* ch = in.find("chunked")) {
-    const std::int64_t n1 = ch->at("n1").as_int(), n2 = ch->at("n2").as_int();
-    run_options o = zero;
-    o.steps = ch->at("steps").as_int();
-    auto ctx = m.make_context(n1 + n2, o.steps);
-    m.forward(ctx, std::vector<std::int32_t>(tokens.begin(), tokens.begin() + n1), o);
-    const auto got = m.forward(ctx, std::vector<std::int32_t>(tokens.begin() + n1, tokens.begin() + n1 + n2), o);
+    const std::int64_t n2 = ch->at("n2").as_int();
+    const auto got = muninn_test::chunked_logits(m, tokens, *ch, zero);
     EXPECT_LE(max_abs_diff(got, expected(name, ch->at("file").as_string(), {n2, V})), kLogitTol);
   }
 
   // The raw recurrent state after the last step.
   if (const io::json* lat = in.find("latents")) {
-    run_options o = zero;
-    o.steps = lat->at("steps").as_int();
-    std::vector<float> latents;
-    o.latents = &latents;
-    m.forward(tokens, o);
+    const auto latents = muninn_test::final_latents(m, tokens, *lat, zero);
     EXPECT_LE(max_abs_diff(latents, expected(name, lat->at("file").as_string(), {n, h})), kLogitTol);
   }
 
   // A caller-supplied initial state.
   if (const io::json* gs = in.find("given_state")) {
-    const auto state = io::read_npy_f32(data_dir + name + "/" + gs->at("state_file").as_string());
-    run_options o;
-    o.init = init_state::given;
-    o.given_state = state.data.data();
-    o.steps = gs->at("steps").as_int();
-    EXPECT_LE(max_abs_diff(m.forward(tokens, o), expected(name, gs->at("file").as_string(), {n, V})), kLogitTol);
+    const auto got = muninn_test::given_state_logits(m, name, tokens, *gs);
+    EXPECT_LE(max_abs_diff(got, expected(name, gs->at("file").as_string(), {n, V})), kLogitTol);
   }
 
   // Greedy generation with the cache gives the reference's tokens.
   if (const io::json* g = in.find("generate")) {
-    generate_options go;
-    go.run = zero;
-    go.run.steps = g->at("steps").as_int();
-    go.max_new_tokens = g->at("max_new_tokens").as_int();
+    const generate_options go = muninn_test::generate_case_options(*g);
     EXPECT_EQ(generate_greedy(m, ids_of(g->at("prompt")), go), ids_of(g->at("expected")));
   }
 }
@@ -117,25 +84,7 @@ TEST(HuginnGolden, PreNormAddGqaUntied) {
 TEST(HuginnModel, CacheDecodeEqualsRecompute) {
   using M = model<host_backend, float>;
   const M m = M::load(data_dir + "tiny_f32");
-  const std::int64_t V = m.config().vocab_size;
-  for (auto init : {init_state::zero, init_state::random}) {
-    run_options o;
-    o.init = init;
-    o.seed = 7;
-    o.steps = 3;
-    std::vector<std::int32_t> seq = {5, 17, 99, 3};
-    auto ctx = m.make_context(16, o.steps);
-    auto logits = m.forward(ctx, seq, o, logits_for::last);
-    for (int t = 0; t < 8; ++t) {
-      // Recompute the whole sequence from scratch: the last row must equal the cached decode.
-      const auto full = m.forward(seq, o);
-      const std::vector<float> last(full.end() - V, full.end());
-      ASSERT_LE(max_abs_diff(logits, last), 1e-5) << "token " << t;
-      const std::int32_t next = argmax_host(logits.data(), V);
-      seq.push_back(next);
-      logits = m.forward(ctx, {next}, o, logits_for::last);
-    }
-  }
+  muninn_test::check_cache_decode_equals_recompute(m, 1e-5);
 }
 
 TEST(HuginnModel, RandomStateIsSeededAndPerPosition) {

@@ -29,19 +29,24 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "muninn/cuda.cuh"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
+#include "test_model_util.hpp"
+#include "test_util_cuda.cuh"
 
 using namespace muninn;
 
 namespace {
 
-const std::string data_dir = std::string(MUNINN_TEST_DATA) + "/huginn/";
+using muninn_test::data_dir;
+using muninn_test::expected;
+using muninn_test::ids_of;
+using muninn_test::max_abs;
+using muninn_test::max_abs_diff;
 
 constexpr double kF32Tol = 1e-3;       // CUDA fp32 vs fixture and vs host
 constexpr double kBf16Rel = 0.05;      // CUDA bf16 vs host fp32, relative to max |host logit|
@@ -59,13 +64,7 @@ class CudaModel : public ::testing::Test {
     be_ = nullptr;
   }
   void SetUp() override {
-    if (be_ == nullptr) {
-      // Say why: an old driver under a new runtime looks like "no device" too.
-      int n = 0;
-      const cudaError_t e = cudaGetDeviceCount(&n);
-      (void)cudaGetLastError();
-      GTEST_SKIP() << "no CUDA device (" << (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) << ")";
-    }
+    if (be_ == nullptr) GTEST_SKIP() << "no CUDA device (" << muninn_test::no_cuda_device_reason() << ")";
   }
   static const cuda_backend& gpu() { return *be_; }
 
@@ -73,34 +72,6 @@ class CudaModel : public ::testing::Test {
   static cuda_backend* be_;
 };
 cuda_backend* CudaModel::be_ = nullptr;
-
-std::vector<std::int32_t> ids_of(const io::json& arr) {
-  std::vector<std::int32_t> v;
-  for (const auto& x : arr.as_array()) v.push_back(std::int32_t(x.as_int()));
-  return v;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const double d = std::fabs(double(a[i]) - double(b[i]));
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;  // NaN never passes
-  }
-  return m;
-}
-
-double max_abs(const std::vector<float>& a) {
-  double m = 0;
-  for (float v : a) m = std::max(m, std::fabs(double(v)));
-  return m;
-}
-
-std::vector<float> expected(const std::string& fixture, const std::string& file, std::vector<std::int64_t> shape) {
-  auto arr = io::read_npy_f32(data_dir + fixture + "/" + file);
-  EXPECT_EQ(arr.shape, shape) << file;
-  return arr.data;
-}
 
 /// Every check of tests/test_model.cpp on the CUDA fp32 model (against the fixture and the host
 /// model), and logits and greedy tokens of the CUDA bf16 model against the host fp32 model.
@@ -137,40 +108,25 @@ void check_fixture(const cuda_backend& be, const std::string& name) {
   }
 
   if (const io::json* ch = in.find("chunked")) {
-    const std::int64_t n1 = ch->at("n1").as_int(), n2 = ch->at("n2").as_int();
-    run_options o = zero;
-    o.steps = ch->at("steps").as_int();
-    auto ctx = f32.make_context(n1 + n2, o.steps);
-    f32.forward(ctx, std::vector<std::int32_t>(tokens.begin(), tokens.begin() + n1), o);
-    const auto got = f32.forward(ctx, std::vector<std::int32_t>(tokens.begin() + n1, tokens.begin() + n1 + n2), o);
+    const std::int64_t n2 = ch->at("n2").as_int();
+    const auto got = muninn_test::chunked_logits(f32, tokens, *ch, zero);
     EXPECT_LE(max_abs_diff(got, expected(name, ch->at("file").as_string(), {n2, V})), kF32Tol) << "chunked";
   }
 
   if (const io::json* lat = in.find("latents")) {
-    run_options o = zero;
-    o.steps = lat->at("steps").as_int();
-    std::vector<float> latents;
-    o.latents = &latents;
-    f32.forward(tokens, o);
+    const auto latents = muninn_test::final_latents(f32, tokens, *lat, zero);
     EXPECT_LE(max_abs_diff(latents, expected(name, lat->at("file").as_string(), {n, h})), kF32Tol) << "latents";
   }
 
   if (const io::json* gs = in.find("given_state")) {
-    const auto state = io::read_npy_f32(data_dir + name + "/" + gs->at("state_file").as_string());
-    run_options o;
-    o.init = init_state::given;
-    o.given_state = state.data.data();
-    o.steps = gs->at("steps").as_int();
     const auto want = expected(name, gs->at("file").as_string(), {n, V});
-    EXPECT_LE(max_abs_diff(f32.forward(tokens, o), want), kF32Tol) << "given state";
-    EXPECT_LE(max_abs_diff(b16.forward(tokens, o), want), kBf16Rel * max_abs(want)) << "given state, bf16";
+    EXPECT_LE(max_abs_diff(muninn_test::given_state_logits(f32, name, tokens, *gs), want), kF32Tol) << "given state";
+    EXPECT_LE(max_abs_diff(muninn_test::given_state_logits(b16, name, tokens, *gs), want), kBf16Rel * max_abs(want))
+        << "given state, bf16";
   }
 
   const io::json& g = in.at("generate");
-  generate_options go;
-  go.run = zero;
-  go.run.steps = gen_steps;
-  go.max_new_tokens = g.at("max_new_tokens").as_int();
+  const generate_options go = muninn_test::generate_case_options(g);
   const auto prompt = ids_of(g.at("prompt")), want_ids = ids_of(g.at("expected"));
   EXPECT_EQ(generate_greedy(f32, prompt, go), want_ids) << "CUDA fp32 greedy";
   const double gap = g.at("min_top1_top2_gap").as_double();
@@ -282,24 +238,7 @@ TEST_F(CudaModel, TunedHeadDimsMatchHostOnPrefillAndDecode) {
 TEST_F(CudaModel, CacheDecodeEqualsRecompute) {
   using M = model<cuda_backend, float>;
   const M m = M::load(data_dir + "tiny_f32", gpu());
-  const std::int64_t V = m.config().vocab_size;
-  for (auto init : {init_state::zero, init_state::random}) {
-    run_options o;
-    o.init = init;
-    o.seed = 7;
-    o.steps = 3;
-    std::vector<std::int32_t> seq = {5, 17, 99, 3};
-    auto ctx = m.make_context(16, o.steps);
-    auto logits = m.forward(ctx, seq, o, logits_for::last);
-    for (int t = 0; t < 8; ++t) {
-      const auto full = m.forward(seq, o);
-      const std::vector<float> last(full.end() - V, full.end());
-      ASSERT_LE(max_abs_diff(logits, last), kInvariantTol) << "token " << t;
-      const std::int32_t next = argmax_host(logits.data(), V);
-      seq.push_back(next);
-      logits = m.forward(ctx, {next}, o, logits_for::last);
-    }
-  }
+  muninn_test::check_cache_decode_equals_recompute(m, kInvariantTol);
 }
 
 TEST_F(CudaModel, KlExitStepsEqualHost) {
@@ -340,20 +279,7 @@ TEST_F(CudaModel, BatchEqualsSingle) {
   using M = model<cuda_backend, float>;
   const M m = M::load(data_dir + "tiny_f32", gpu());
   const std::vector<std::vector<std::int32_t>> prompts = {{5}, {117, 4, 44, 64, 100}, {9, 8, 7}, {1, 2, 3, 4, 5, 6, 7}};
-  for (bool sampled : {false, true}) {
-    generate_options g;
-    g.run.init = init_state::random;
-    g.run.seed = 3;
-    g.run.steps = 4;
-    g.max_new_tokens = 7;
-    g.sampling.greedy = !sampled;
-    g.sampling.temperature = 0.8f;
-    g.sampling.seed = 99;
-    const auto batch = generate_batch(m, prompts, g);
-    ASSERT_EQ(batch.size(), prompts.size());
-    for (std::size_t r = 0; r < prompts.size(); ++r)
-      EXPECT_EQ(batch[r].tokens, generate(m, prompts[r], g).tokens) << "row " << r << " sampled " << sampled;
-  }
+  ASSERT_NO_FATAL_FAILURE(muninn_test::check_batch_rows_equal_single_runs(m, prompts));
   // The logits of one stacked call equal each row's own call.
   run_options o;
   o.init = init_state::zero;
@@ -374,13 +300,10 @@ TEST_F(CudaModel, BatchEqualsSingle) {
 
 namespace {
 
-std::vector<float> random_vec(std::size_t n, std::uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
+using muninn_test::random_vec;
+using muninn_test::rounded;
+using muninn_test::to_device;
+using muninn_test::to_host;
 
 template <class T>
 void check_generic_attention(const cuda_backend& be, double rel) {
@@ -400,32 +323,21 @@ void check_generic_attention(const cuda_backend& be, double rel) {
   std::uint32_t seed = 900;
   for (const auto& c : cases) {
     const std::int64_t ldq = c.H * c.D + c.pad, ldkv = c.Hkv * c.D + c.pad;
-    auto round_all = [](std::vector<float> v) {
-      for (auto& x : v) x = to_float(from_float<T>(x));
-      return v;
-    };
-    const auto q = round_all(random_vec(std::size_t(c.nq * ldq), seed++, -2.0f, 2.0f));
-    const auto k = round_all(random_vec(std::size_t(c.nkv * ldkv), seed++, -2.0f, 2.0f));
-    const auto v = round_all(random_vec(std::size_t(c.nkv * ldkv), seed++, -1.0f, 1.0f));
+    const auto q = rounded<T>(random_vec(std::size_t(c.nq * ldq), seed++, -2.0f, 2.0f));
+    const auto k = rounded<T>(random_vec(std::size_t(c.nkv * ldkv), seed++, -2.0f, 2.0f));
+    const auto v = rounded<T>(random_vec(std::size_t(c.nkv * ldkv), seed++, -1.0f, 1.0f));
     const float sc = 1.0f / std::sqrt(float(c.D));
     std::vector<float> want(std::size_t(c.nq * ldq), 0.0f);
     attention(host_backend{}, q.data(), ldq, k.data(), v.data(), ldkv, want.data(), ldq, c.nq, c.nkv, c.H, c.Hkv, c.D,
               sc);
-    auto up = [&](const std::vector<float>& x) {
-      std::vector<T> s(x.size());
-      for (std::size_t i = 0; i < x.size(); ++i) s[i] = from_float<T>(x[i]);
-      auto b = be.alloc<T>(s.size());
-      be.upload(b.data(), s.data(), s.size());
-      return b;
-    };
-    auto dq = up(q), dk = up(k), dv = up(v), dout = up(std::vector<float>(want.size(), 0.0f));
+    auto dq = to_device<T>(be, q), dk = to_device<T>(be, k), dv = to_device<T>(be, v);
+    auto dout = to_device<T>(be, std::vector<float>(want.size(), 0.0f));
     attention(be, dq.data(), ldq, dk.data(), dv.data(), ldkv, dout.data(), ldq, c.nq, c.nkv, c.H, c.Hkv, c.D, sc);
-    std::vector<T> got_t(want.size());
-    be.download(got_t.data(), dout.data(), got_t.size());
+    const std::vector<float> got_f = to_host<T>(be, dout.data(), want.size());
     std::size_t bad = 0;
     double worst = 0;
     for (std::size_t i = 0; i < want.size(); ++i) {
-      const double got = double(to_float(got_t[i]));
+      const double got = double(got_f[i]);
       const double d = std::fabs(got - double(want[i])), lim = 1e-5 + rel * std::fabs(double(want[i]));
       if (!(d <= lim)) ++bad;
       worst = std::max(worst, d);

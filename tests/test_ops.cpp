@@ -14,24 +14,18 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "muninn/ops/ops.hpp"
+#include "test_util.hpp"
 
 namespace {
 
 using muninn::host_backend;
 using i64 = std::int64_t;
 
-std::vector<float> random_vec(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
+using muninn_test::random_vec;
 
 // Single-threaded and default (all OpenMP threads) backends: results must not depend on it.
 std::vector<host_backend> backends() { return {host_backend{1}, host_backend{}}; }

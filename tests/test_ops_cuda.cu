@@ -24,7 +24,6 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +31,8 @@
 #include "muninn/ops/ops.hpp"
 #include "muninn/ops/random.hpp"
 #include "muninn/ops/rope.hpp"
+#include "test_util.hpp"
+#include "test_util_cuda.cuh"
 
 namespace {
 
@@ -48,38 +49,10 @@ struct tolerance<bf16> {
   static constexpr double rel = 2e-2, abs = 1e-2;
 };
 
-std::vector<float> random_vec(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
-
-/// The values as T would store them (what the device sees), back in float for the host oracle.
-template <class T>
-std::vector<float> rounded(std::vector<float> v) {
-  for (auto& x : v) x = to_float(from_float<T>(x));
-  return v;
-}
-
-template <class T>
-cuda_buffer<T> to_device(const cuda_backend& be, const std::vector<float>& v) {
-  std::vector<T> s(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) s[i] = from_float<T>(v[i]);
-  auto b = be.alloc<T>(v.size());
-  be.upload(b.data(), s.data(), s.size());
-  return b;
-}
-
-template <class T>
-std::vector<float> to_host(const cuda_backend& be, const T* p, std::size_t n) {
-  std::vector<T> s(n);
-  be.download(s.data(), p, n);
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = to_float(s[i]);
-  return v;
-}
+using muninn_test::random_vec;
+using muninn_test::rounded;
+using muninn_test::to_device;
+using muninn_test::to_host;
 
 /// Element-wise |got - want| <= abs + rel·|want| (NaN always fails).
 ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want, double rel,
@@ -111,13 +84,7 @@ template <class T>
 class CudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cuda_backend::available()) {
-      // Say why: an old driver under a new runtime looks like "no device" too.
-      int n = 0;
-      const cudaError_t e = cudaGetDeviceCount(&n);
-      (void)cudaGetLastError();
-      GTEST_SKIP() << "no CUDA device (" << (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) << ")";
-    }
+    if (!cuda_backend::available()) GTEST_SKIP() << "no CUDA device (" << muninn_test::no_cuda_device_reason() << ")";
     be = cuda_backend::create();
   }
   cuda_backend be;

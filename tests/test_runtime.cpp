@@ -9,23 +9,19 @@
 #include <vector>
 
 #include "muninn/muninn.hpp"
+#include "test_model_util.hpp"
 
 using namespace muninn;
 
 namespace {
 
-const std::string data_dir = std::string(MUNINN_TEST_DATA) + "/huginn/";
+using muninn_test::data_dir;
+using muninn_test::ids_of;
+using muninn_test::max_abs_diff;
 using adaptive_model = model<host_backend, float, huginn_adaptive_arch>;
 
 const adaptive_model& tiny() {
   static const adaptive_model m = adaptive_model::load(data_dir + "tiny_f32");
-  return m;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
   return m;
 }
 
@@ -203,20 +199,7 @@ TEST(Speculative, GreedyOutputEqualsPlainGreedyAtVerifyDepth) {
 TEST(Batch, RowsOfDifferentLengthsEqualTheirSingleRuns) {
   const auto& m = tiny();
   const std::vector<std::vector<std::int32_t>> prompts = {{5}, {117, 4, 44, 64, 100}, {9, 8, 7}, {1, 2, 3, 4, 5, 6, 7}};
-  for (bool sampled : {false, true}) {
-    generate_options g;
-    g.run.init = init_state::random;
-    g.run.seed = 3;
-    g.run.steps = 4;
-    g.max_new_tokens = 7;
-    g.sampling.greedy = !sampled;
-    g.sampling.temperature = 0.8f;
-    g.sampling.seed = 99;
-    const auto batch = generate_batch(m, prompts, g);
-    ASSERT_EQ(batch.size(), prompts.size());
-    for (std::size_t r = 0; r < prompts.size(); ++r)
-      EXPECT_EQ(batch[r].tokens, generate(m, prompts[r], g).tokens) << "row " << r << " sampled " << sampled;
-  }
+  ASSERT_NO_FATAL_FAILURE(muninn_test::check_batch_rows_equal_single_runs(m, prompts));
   // The same through a padded matrix with a mask (left padding on row 0, right on row 1).
   generate_options g;
   g.run.init = init_state::zero;
@@ -274,11 +257,6 @@ TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
   int n = 0;
   for (const auto& c : doc.at("cases").as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
-    auto ids = [](const io::json& a) {
-      std::vector<std::int32_t> v;
-      for (const auto& x : a.as_array()) v.push_back(std::int32_t(x.as_int()));
-      return v;
-    };
     generate_options g;
     g.max_new_tokens = c.at("max_new_tokens").as_int();
     g.run.init = init_state::zero;
@@ -290,16 +268,16 @@ TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
     const std::string warm = c.at("warm").as_string();
     g.run.warm = warm == "raw" ? warm_start::raw : warm == "normalized" ? warm_start::normalized : warm_start::none;
     context_limits lim;
-    const auto prompt = ids(c.at("prompt"));
+    const auto prompt = ids_of(c.at("prompt"));
     lim.max_tokens = std::int64_t(prompt.size()) + g.max_new_tokens;
     lim.max_steps = g.run.steps;
     lim.kv_budget = c.at("kv_budget").as_int();
     lim.fallback = c.at("fallback").as_string() == "none" ? kv_fallback::none : kv_fallback::latest;
     auto ctx = m.make_context(lim);
     const auto r = generate(m, ctx, prompt, g);
-    EXPECT_EQ(r.tokens, ids(c.at("expected_tokens")));
-    EXPECT_EQ(r.steps, ids(c.at("expected_steps")));
-    EXPECT_EQ(ctx.steps_used(), ids(c.at("expected_fed_steps")));
+    EXPECT_EQ(r.tokens, ids_of(c.at("expected_tokens")));
+    EXPECT_EQ(r.steps, ids_of(c.at("expected_steps")));
+    EXPECT_EQ(ctx.steps_used(), ids_of(c.at("expected_fed_steps")));
     std::vector<float> want;
     for (const auto& x : c.at("expected_last_logits").as_array()) want.push_back(float(x.as_double()));
     EXPECT_LE(max_abs_diff(r.last_logits, want), atol);

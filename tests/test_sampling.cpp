@@ -47,12 +47,15 @@ void expect_draws_follow(sampling_params params, const std::vector<float>& logit
 
 const std::vector<double> base = {0.5, 0.25, 0.125, 0.125};
 
+// Sampling with `p` from logits `l` (4 tokens): the probabilities are `want` and the draws follow them.
+void expect_sampling(const sampling_params& p, const std::vector<float>& l, const std::vector<double>& want) {
+  expect_distribution(sampler(p).probabilities(l.data(), 4), want);
+  expect_draws_follow(p, l, want);
+}
+
 TEST(Sampling, PlainSoftmax) {
   sampling_params p;
-  sampler s(p);
-  const auto l = log_probs(base);
-  expect_distribution(s.probabilities(l.data(), 4), base);
-  expect_draws_follow(p, l, base);
+  expect_sampling(p, log_probs(base), base);
 }
 
 TEST(Sampling, Temperature) {
@@ -63,20 +66,14 @@ TEST(Sampling, Temperature) {
   double z = 0;
   for (double q : base) z += std::sqrt(q);
   for (double q : base) want.push_back(std::sqrt(q) / z);
-  sampler s(p);
-  const auto l = log_probs(base);
-  expect_distribution(s.probabilities(l.data(), 4), want);
-  expect_draws_follow(p, l, want);
+  expect_sampling(p, log_probs(base), want);
 }
 
 TEST(Sampling, TopK) {
   sampling_params p;
   p.top_k = 2;
-  sampler s(p);
   const auto l = log_probs(base);
-  const std::vector<double> want = {2.0 / 3, 1.0 / 3, 0, 0};
-  expect_distribution(s.probabilities(l.data(), 4), want);
-  expect_draws_follow(p, l, want);
+  expect_sampling(p, l, {2.0 / 3, 1.0 / 3, 0, 0});
   // Tokens tied with the k-th probability stay (torch.where(probs < kth, 0, probs)).
   p.top_k = 3;
   expect_distribution(sampler(p).probabilities(l.data(), 4), base);
@@ -89,11 +86,9 @@ TEST(Sampling, TopPRemovesTheTokenThatCrossesTheThreshold) {
   const auto l = log_probs(base);  // cumulative 0.5, 0.75, 0.875, 1
   sampling_params p;
   p.top_p = 0.7f;  // 0.75 > 0.7: only the first token survives
-  expect_distribution(sampler(p).probabilities(l.data(), 4), {1, 0, 0, 0});
-  expect_draws_follow(p, l, {1, 0, 0, 0});
+  expect_sampling(p, l, {1, 0, 0, 0});
   p.top_p = 0.8f;  // 0.75 <= 0.8 < 0.875
-  expect_distribution(sampler(p).probabilities(l.data(), 4), {2.0 / 3, 1.0 / 3, 0, 0});
-  expect_draws_follow(p, l, {2.0 / 3, 1.0 / 3, 0, 0});
+  expect_sampling(p, l, {2.0 / 3, 1.0 / 3, 0, 0});
   p.top_p = 0.1f;  // below the first token's mass: the top token is always kept
   expect_distribution(sampler(p).probabilities(l.data(), 4), {1, 0, 0, 0});
 }
@@ -106,8 +101,7 @@ TEST(Sampling, TopPAccumulatesTopKProbabilitiesWithoutRenormalising) {
   p.top_k = 2;
   p.top_p = 0.75f;
   const std::vector<double> want = {4.0 / 7, 3.0 / 7, 0, 0};
-  expect_distribution(sampler(p).probabilities(l.data(), 4), want);
-  expect_draws_follow(p, l, want);
+  expect_sampling(p, l, want);
 }
 
 TEST(Sampling, MinP) {
@@ -115,8 +109,7 @@ TEST(Sampling, MinP) {
   sampling_params p;
   p.min_p = 0.3f;  // threshold 0.15
   const std::vector<double> want = {2.0 / 3, 1.0 / 3, 0, 0};
-  expect_distribution(sampler(p).probabilities(l.data(), 4), want);
-  expect_draws_follow(p, l, want);
+  expect_sampling(p, l, want);
   p.min_p = 0.2f;  // threshold 0.1: all stay
   expect_distribution(sampler(p).probabilities(l.data(), 4), base);
   p.min_p = 1.0f;  // only the maximum

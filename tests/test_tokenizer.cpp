@@ -10,6 +10,7 @@
 
 #include "muninn/io/json.hpp"
 #include "muninn/io/tokenizer.hpp"
+#include "test_util.hpp"
 
 #ifndef MUNINN_TEST_DATA_DIR
 #define MUNINN_TEST_DATA_DIR "tests/data"
@@ -27,11 +28,7 @@ const json& expected() {
   return e;
 }
 
-std::vector<std::int32_t> ids_of(const json& a) {
-  std::vector<std::int32_t> v;
-  for (const json& x : a.as_array()) v.push_back(std::int32_t(x.as_int()));
-  return v;
-}
+using muninn_test::ids_of;
 
 std::vector<std::string> strings_of(const json& a) {
   std::vector<std::string> v;
@@ -84,7 +81,7 @@ TEST(Tokenizer, SingleIdDecodingReplacesCutCharactersLikeRust) {
   const auto byte_ids = ids_of(e.at("byte_tokens"));
   for (unsigned b = 0; b < 256; ++b) {
     std::string s;
-    muninn::io::detail::append_utf8(s, muninn::io::detail::byte_to_code_point(b));
+    muninn::io::append_utf8(s, muninn::io::detail::byte_to_code_point(b));
     EXPECT_EQ(tok.token_to_id(s).value_or(-1), byte_ids[b]) << "byte " << b;
     EXPECT_EQ(tok.token_bytes(byte_ids[b]), std::string(1, char(b)));
   }

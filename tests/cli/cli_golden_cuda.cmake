@@ -1,23 +1,8 @@
 # `muninn forward/generate --device cuda`: fp32 logits equal the reference (1e-3), fp32 greedy ids
 # equal the reference, bf16 runs. Without a usable GPU it prints "skipped: no CUDA device" (the
 # test's SKIP_REGULAR_EXPRESSION) and succeeds.
-file(REMOVE_RECURSE ${WORK})
-file(MAKE_DIRECTORY ${WORK})
-set(fixture ${DATA}/tiny_f32)
-file(READ ${fixture}/inputs.json inputs)
-function(json_ids out json_text)
-  string(JSON n LENGTH "${json_text}" ${ARGN})
-  math(EXPR last "${n} - 1")
-  set(ids "")
-  foreach(i RANGE ${last})
-    string(JSON v GET "${json_text}" ${ARGN} ${i})
-    list(APPEND ids ${v})
-  endforeach()
-  string(REPLACE ";" "," ids "${ids}")
-  set(${out} "${ids}" PARENT_SCOPE)
-endfunction()
-json_ids(tokens "${inputs}" tokens)
-string(JSON r GET "${inputs}" steps 1)
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
+cli_golden_inputs()
 execute_process(COMMAND ${EXE} forward --model ${fixture} --tokens ${tokens} --steps ${r} --init-state zero
                         --device cuda --output ${WORK}/logits.npy
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -28,24 +13,9 @@ endif()
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "forward --device cuda failed: ${err}")
 endif()
-execute_process(COMMAND ${NPY_COMPARE} ${WORK}/logits.npy ${fixture}/logits_r${r}.npy 1e-3
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "forward --device cuda logits differ from the reference: ${out}${err}")
-endif()
-json_ids(prompt "${inputs}" generate prompt)
-json_ids(expected "${inputs}" generate expected)
-string(JSON gsteps GET "${inputs}" generate steps)
-string(JSON gmax GET "${inputs}" generate max_new_tokens)
+cli_check_logits("forward --device cuda" 1e-3)
 foreach(dtype fp32 bf16)
-  execute_process(COMMAND ${EXE} generate --model ${fixture} --tokens ${prompt} --max-new-tokens ${gmax}
-                          --steps ${gsteps} --init-state zero --greedy --device cuda --dtype ${dtype}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "generate --device cuda --dtype ${dtype} failed: ${err}")
-  endif()
-  string(STRIP "${out}" out)
-  string(REGEX REPLACE ".*\n" "" last_line "${out}")
+  cli_golden_generate(last_line "generate --device cuda --dtype ${dtype}" --device cuda --dtype ${dtype})
   # bf16 may flip this fixture's near ties (top1-top2 gap 0.09): only fp32 must match exactly.
   if(dtype STREQUAL "fp32" AND NOT last_line STREQUAL expected)
     message(FATAL_ERROR "generate --device cuda printed '${last_line}', reference expects '${expected}'")

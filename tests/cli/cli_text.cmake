@@ -5,23 +5,12 @@
 # The expected text may contain U+FFFD (a multi-byte character cut between two ids), '<|...|>' special
 # tokens and leading spaces. It is compared as bytes, and stdout must END WITH "TEXT\nIDS\n" right after a
 # line break (or at its start), so no line splitting or stripping can hide a difference in white space.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 file(READ ${FIXTURE}/text.json doc)
 string(JSON n LENGTH "${doc}" prompts)
 string(JSON steps GET "${doc}" steps)
 string(JSON max_new GET "${doc}" max_new_tokens)
 string(JSON init GET "${doc}" init)
-
-function(json_ids out json_text)
-  string(JSON n LENGTH "${json_text}" ${ARGN})
-  math(EXPR last "${n} - 1")
-  set(ids "")
-  foreach(i RANGE ${last})
-    string(JSON v GET "${json_text}" ${ARGN} ${i})
-    list(APPEND ids ${v})
-  endforeach()
-  string(REPLACE ";" "," ids "${ids}")
-  set(${out} "${ids}" PARENT_SCOPE)
-endfunction()
 
 # True when `text` ends with `tail` and the tail starts a line.
 function(ends_with_lines out text tail)
@@ -56,21 +45,15 @@ foreach(i RANGE ${last})
 
   # The prompt as text: tokenizer encode + model + tokenizer decode. Each argument is one list element, so
   # the text reaches muninn unchanged (UTF-8, leading space).
-  execute_process(COMMAND ${EXE} generate --model ${FIXTURE} --prompt "${prompt}" --max-new-tokens ${max_new}
-                          --steps ${steps} --init-state ${init}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "generate --prompt '${prompt}' failed (rc ${rc}): ${err}")
-  endif()
+  cli_run("generate --prompt '${prompt}'" out
+          COMMAND ${EXE} generate --model ${FIXTURE} --prompt "${prompt}" --max-new-tokens ${max_new}
+                  --steps ${steps} --init-state ${init})
   ends_with_lines(text_ok "${out}" "${want_text}\n${want_ids}\n")
 
   # The same prompt as ids (no tokenizer involved): tells an encode bug from a model or decode bug.
-  execute_process(COMMAND ${EXE} generate --model ${FIXTURE} --tokens ${prompt_ids} --max-new-tokens ${max_new}
-                          --steps ${steps} --init-state ${init}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out_ids ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "generate --tokens ${prompt_ids} failed (rc ${rc}): ${err}")
-  endif()
+  cli_run("generate --tokens ${prompt_ids}" out_ids
+          COMMAND ${EXE} generate --model ${FIXTURE} --tokens ${prompt_ids} --max-new-tokens ${max_new}
+                  --steps ${steps} --init-state ${init})
   ends_with_lines(ids_ok "${out_ids}" "${want_ids}\n")
 
   if(text_ok AND ids_ok)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/io/utf8.hpp"
 
 namespace muninn::io {
 
@@ -240,6 +241,22 @@ class json_parser {
 
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
 
+  // Skips white space, then consumes `c` if it comes next.
+  bool consume(char c) {
+    skip_ws();
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+
+  // After an object member or array item: true at ',' (another one follows), false at `close` (the
+  // container ends); either is consumed.
+  bool another_element(char close, const char* container) {
+    if (consume(',')) return true;
+    if (consume(close)) return false;
+    error_at(pos_, std::string("expected ',' or '") + close + "' in " + container);
+  }
+
   void expect_literal(std::string_view lit) {
     if (s_.substr(pos_, lit.size()) != lit) error_at(pos_, "invalid literal (expected a value)");
     pos_ += lit.size();
@@ -264,13 +281,9 @@ class json_parser {
   json parse_object(int depth) {
     ++pos_;  // '{'
     json::object_t members;
-    skip_ws();
-    if (peek() == '}') {
-      ++pos_;
-      return json::make_object(std::move(members));
-    }
+    if (consume('}')) return json::make_object(std::move(members));
     std::vector<std::pair<std::string_view, std::size_t>> keys;  // (key, where) for duplicate detection
-    for (;;) {
+    do {
       skip_ws();
       if (peek() != '"') error_at(pos_, "expected a string key in object");
       const std::size_t key_pos = pos_;
@@ -282,17 +295,7 @@ class json_parser {
       json value = parse_value(depth + 1);
       members.emplace_back(std::move(key), std::move(value));
       keys.emplace_back(std::string_view(), key_pos);
-      skip_ws();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == '}') {
-        ++pos_;
-        break;
-      }
-      error_at(pos_, "expected ',' or '}' in object");
-    }
+    } while (another_element('}', "object"));
     // Sorting views makes duplicate detection O(n log n) for headers with thousands of tensors.
     for (std::size_t i = 0; i < members.size(); ++i) keys[i].first = members[i].first;
     std::sort(keys.begin(), keys.end());
@@ -306,25 +309,11 @@ class json_parser {
   json parse_array(int depth) {
     ++pos_;  // '['
     json::array_t items;
-    skip_ws();
-    if (peek() == ']') {
-      ++pos_;
-      return json::make_array(std::move(items));
-    }
-    for (;;) {
+    if (consume(']')) return json::make_array(std::move(items));
+    do {
       skip_ws();
       items.push_back(parse_value(depth + 1));
-      skip_ws();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == ']') {
-        ++pos_;
-        break;
-      }
-      error_at(pos_, "expected ',' or ']' in array");
-    }
+    } while (another_element(']', "array"));
     return json::make_array(std::move(items));
   }
 
@@ -341,24 +330,6 @@ class json_parser {
     }
     pos_ += 4;
     return v;
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += char(0xE0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    } else {
-      out += char(0xF0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3F));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    }
   }
 
   // Length of the valid UTF-8 sequence starting at pos_, or 0 (overlongs and surrogates rejected).

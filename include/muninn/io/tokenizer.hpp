@@ -37,6 +37,7 @@
 
 #include "muninn/core/error.hpp"
 #include "muninn/io/json.hpp"
+#include "muninn/io/utf8.hpp"
 
 namespace muninn::io {
 
@@ -316,24 +317,6 @@ inline std::size_t utf8_decode(std::string_view s, std::size_t i, std::uint32_t&
     hi = 0xBF;
   }
   return need + 1;
-}
-
-inline void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
 }
 
 /// Rust's String::from_utf8_lossy: each maximal invalid subsequence becomes one U+FFFD.
@@ -909,7 +892,7 @@ class tokenizer {
     }
     for (unsigned b = 0; b < 256; ++b) {
       std::string s;
-      detail::append_utf8(s, detail::byte_to_code_point(b));
+      append_utf8(s, detail::byte_to_code_point(b));
       auto it = vocab_.find(s);
       byte_id_[b] = it == vocab_.end() ? -1 : it->second;
     }
