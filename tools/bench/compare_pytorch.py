@@ -23,6 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import huginn_ref as H  # noqa: E402
 
 
+UNIT = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # Google Benchmark time_unit -> seconds
+
+
 def run_bench(binary, flt, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run([binary, f"--benchmark_filter={flt}", "--benchmark_format=json",
@@ -56,7 +59,7 @@ def main():
         name = b["name"]
         parts = dict(p.split(":") for p in name.split("/")[1:4])
         M, N, K = int(parts["M"]), int(parts["N"]), int(parts["K"])
-        ours = (b["real_time"] if a.threads > 1 else b["cpu_time"]) * 1e-9  # ns per iteration
+        ours = (b["real_time"] if a.threads > 1 else b["cpu_time"]) * UNIT[b["time_unit"]]
         x, w = torch.randn(M, K), torch.randn(N, K)
         theirs = best_time(lambda: torch.nn.functional.linear(x, w))
         rows.append((f"gemm {M}x{N}x{K}", ours, theirs, 2.0 * M * N * K))
@@ -77,12 +80,11 @@ def main():
             model(torch.tensor([[5]]), 8, cache=cache)
             cache.clear_last_k_entries(1)
         t_decode = best_time(decode, repeat=5, inner=3)
-    unit = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9}
     for key, theirs, label in (("BM_SmallPrefill/128/8", t_prefill, "small Huginn prefill 128 tok, r=8"),
                                ("BM_SmallDecode/8", t_decode, "small Huginn decode 1 tok, 512 cached, r=8")):
         b = res.get(key)
         if b:
-            rows.append((label, b["real_time"] * unit[b["time_unit"]], theirs, None))
+            rows.append((label, b["real_time"] * UNIT[b["time_unit"]], theirs, None))
 
     print(f"threads: {a.threads}; torch {torch.__version__}")
     print("| work | Muninn | PyTorch | PyTorch / Muninn | Muninn GFLOP/s |")
