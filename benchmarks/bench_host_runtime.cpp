@@ -74,7 +74,8 @@ BENCHMARK(BM_DecodeFixed)->Unit(benchmark::kMillisecond);
 void BM_DecodeExit(benchmark::State& state) {
   auto g = base_options();
   g.run.halt.criterion = muninn::halt_criterion(state.range(0));
-  state.SetLabel(std::to_string(state.range(0)));
+  const char* names[] = {"policy_default", "none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine"};
+  state.SetLabel(names[state.range(0)]);
   run_generation(state, g);
 }
 BENCHMARK(BM_DecodeExit)
