@@ -22,7 +22,7 @@ import sys
 from typing import Dict, List, Optional, TextIO, Tuple
 
 LINE = re.compile(
-    r"^\s*(?:\[(?P<label>[^\]]+)\]\s*)?r=(?P<r>auto|\d+)\s+accuracy=(?P<acc>[-+0-9.eE]+)"
+    r"(?:\[(?P<label>[^\]]+)\]\s*)?\br=(?P<r>auto|\d+)\s+accuracy=(?P<acc>[-+0-9.eE]+)"
     r"\s+mean_steps=(?P<steps>[-+0-9.eE]+)"
 )
 
@@ -32,7 +32,7 @@ Series = Dict[str, Dict[str, list]]
 def parse(stream: TextIO, default_label: str, series: Series) -> None:
     """Add the matching lines of stream to series[label] = {"fixed": [(r, acc)], "auto": [(steps, acc)]}."""
     for line in stream:
-        m = LINE.match(line)
+        m = LINE.search(line)
         if not m:
             continue
         label = m.group("label") or default_label

@@ -29,6 +29,7 @@ import os
 import random
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -163,7 +164,74 @@ class AddTask:
         return Problem(self.vocab.enc(toks), self.vocab.enc(list(ans) + ["<eos>"]), text, n)
 
 
-TASKS = {"chain": ChainTask, "add": AddTask}
+class DigitSumTask:
+    """Sum of K single digits: 'd+d+...+d=' -> the sum as two digits, then EOS."""
+
+    name = "digitsum"
+
+    def __init__(self, min_ops: int = 2, max_ops: int = 9) -> None:
+        self.min_ops, self.max_ops = min_ops, max_ops
+        self.width = len(str(9 * max_ops))
+        self.vocab = Vocab(DIGITS + ["+", "=", "<bos>", "<eos>", "<pad>"])
+        self.bos, self.eos, self.pad = (self.vocab.ids[t] for t in ("<bos>", "<eos>", "<pad>"))
+
+    def describe(self) -> str:
+        return (
+            f"Multi-operand addition of single digits: {self.min_ops}-{self.max_ops} operands "
+            f"'a+b+...=' (operand count uniform); the answer is the sum as {self.width} digits "
+            f"(zero padded) then <eos>."
+        )
+
+    def sample(self, rng: random.Random, hops: Optional[int] = None) -> Problem:
+        n = rng.randint(self.min_ops, self.max_ops) if hops is None else hops
+        ops = [rng.randint(0, 9) for _ in range(n)]
+        toks = ["<bos>"] + list("+".join(map(str, ops))) + ["="]
+        ans = f"{sum(ops):0{self.width}d}"
+        text = "+".join(map(str, ops)) + "=" + ans
+        return Problem(self.vocab.enc(toks), self.vocab.enc(list(ans) + ["<eos>"]), text, n)
+
+
+class ShellTask:
+    """The shell game: a ball under one of n cups, then K swaps of two cups; where is the ball?
+
+    Tracking the ball is a composition of K permutations (no counting shortcut), so a model has to
+    apply the swaps one after another: K swaps need about K sequential steps.
+    Prompt: <bos> start ':' swap_1 ... swap_K '='; answer: [final cup, <eos>].
+    """
+
+    name = "shell"
+
+    def __init__(self, n_cups: int = 3, min_k: int = 1, max_k: int = 12) -> None:
+        self.n, self.min_k, self.max_k = n_cups, min_k, max_k
+        self.swaps = [(i, j) for i in range(n_cups) for j in range(i + 1, n_cups)]
+        self.swap_tok = [f"({i}{j})" for i, j in self.swaps]
+        self.vocab = Vocab(DIGITS + self.swap_tok + [":", "=", "<bos>", "<eos>", "<pad>"])
+        self.bos, self.eos, self.pad = (self.vocab.ids[t] for t in ("<bos>", "<eos>", "<pad>"))
+
+    def describe(self) -> str:
+        return (
+            f"Shell game: a ball starts under cup s (0-{self.n - 1}); then K = {self.min_k}-"
+            f"{self.max_k} swaps (uniform), each token '(ij)' swapping cups i and j; the answer is "
+            f"the cup that holds the ball at the end, then <eos>. Prompt 's:(ij)(kl)...=', e.g. "
+            f"'1:(01)(12)(01)=' -> '2'."
+        )
+
+    def sample(self, rng: random.Random, hops: Optional[int] = None) -> Problem:
+        k = rng.randint(self.min_k, self.max_k) if hops is None else hops
+        ball = start = rng.randrange(self.n)
+        seq = [rng.randrange(len(self.swaps)) for _ in range(k)]
+        for s in seq:
+            i, j = self.swaps[s]
+            if ball == i:
+                ball = j
+            elif ball == j:
+                ball = i
+        toks = ["<bos>", str(start), ":"] + [self.swap_tok[s] for s in seq] + ["="]
+        text = "".join(toks[1:]) + str(ball)
+        return Problem(self.vocab.enc(toks), self.vocab.enc([str(ball), "<eos>"]), text, k)
+
+
+TASKS = {"chain": ChainTask, "add": AddTask, "digitsum": DigitSumTask, "shell": ShellTask}
 
 
 def make_task(name: str, args) -> object:
@@ -171,19 +239,70 @@ def make_task(name: str, args) -> object:
         return ChainTask(args.n_statements, args.min_hops, args.max_hops, not args.no_sep)
     if name == "add":
         return AddTask(args.min_hops, args.max_hops)
+    if name == "shell":
+        return ShellTask(args.n_cups, args.min_hops, args.max_hops)
+    if name == "digitsum":
+        return DigitSumTask(args.min_hops, args.max_hops)
     raise ValueError(name)
+
+
+def task_min(task) -> int:
+    return getattr(task, "min_hops", getattr(task, "min_k", getattr(task, "min_ops", 1)))
+
+
+def task_max(task) -> int:
+    return getattr(task, "max_hops", getattr(task, "max_k", getattr(task, "max_ops", 1)))
+
+
+def curriculum_max(step: int, args, task) -> Optional[int]:
+    """Largest difficulty drawn at this step: grows linearly from min to max over the first
+    args.curriculum fraction of the steps (None: no curriculum)."""
+    if args.curriculum <= 0:
+        return None
+    lo, hi = task_min(task), task_max(task)
+    frac = min(1.0, step / max(1.0, args.curriculum * args.steps))
+    return min(hi, lo + int(math.floor(frac * (hi - lo + 1))))
 
 
 def problem_key(p: Problem) -> Tuple[int, ...]:
     return tuple(p.prompt)
 
 
-def make_batch(task, rng: random.Random, batch: int, exclude: set) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Input ids [B, T] (right padded) and targets [B, T] with -100 outside the answer."""
+def is_test_problem(p: Problem) -> bool:
+    """Deterministic 1-in-8 split of all possible problems (by prompt) into the held-out side."""
+    return zlib.crc32(bytes(p.prompt)) % 8 == 0
+
+
+def make_test_set(task, n: int, seed: int) -> List[Problem]:
+    """n distinct held-out problems drawn from the task distribution (restricted to the test side)."""
+    rng = random.Random(seed + 1_000_003)
+    out: List[Problem] = []
+    keys = set()
+    tries = 0
+    while len(out) < n:
+        tries += 1
+        if tries > 1000 * n:
+            raise RuntimeError(f"could not draw {n} distinct held-out problems")
+        p = task.sample(rng)
+        if is_test_problem(p) and problem_key(p) not in keys:
+            keys.add(problem_key(p))
+            out.append(p)
+    return out
+
+
+def make_batch(
+    task, rng: random.Random, batch: int, max_difficulty: Optional[int] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Input ids [B, T] (right padded) and targets [B, T] with -100 outside the answer.
+
+    Problems on the held-out side of the split are skipped.
+    max_difficulty (curriculum): draw the difficulty uniformly from [min, max_difficulty].
+    """
     probs = []
     while len(probs) < batch:
-        p = task.sample(rng)
-        if problem_key(p) in exclude:
+        hops = None if max_difficulty is None else rng.randint(task_min(task), max_difficulty)
+        p = task.sample(rng, hops)
+        if is_test_problem(p):
             continue
         probs.append(p)
     T = max(len(p.prompt) + len(p.answer) for p in probs) - 1
@@ -298,15 +417,9 @@ def train(args) -> None:
 
     log(f"args: {vars(args)}")
     log(f"task: {task.describe()}")
-    # Held-out problems first, so training can exclude them.
-    test_rng = random.Random(args.seed + 1_000_003)
-    test: List[Problem] = []
-    seen = set()
-    while len(test) < args.n_test:
-        p = task.sample(test_rng)
-        if problem_key(p) not in seen:
-            seen.add(problem_key(p))
-            test.append(p)
+    # Held-out split: a problem belongs to the test side iff a hash of its prompt says so, so
+    # the two sides never share a problem even where a difficulty has only a few problems.
+    test = make_test_set(task, args.n_test, args.seed)
     quick = test[: args.n_quick]
 
     model = build_model(args, len(task.vocab))
@@ -338,7 +451,8 @@ def train(args) -> None:
         model.train()
         n_nograd, k_grad = H.sample_num_steps(args.mean_recurrence, args.backprop_depth, depth_gen)
         hist_r[n_nograd + k_grad] = hist_r.get(n_nograd + k_grad, 0) + 1
-        ids, tgt = make_batch(task, data_rng, args.batch, seen)
+        cur = curriculum_max(step, args, task)
+        ids, tgt = make_batch(task, data_rng, args.batch, cur)
         logits = model(ids, (n_nograd, k_grad), init=args.train_init, generator=state_gen)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
         for g in opt.param_groups:
@@ -350,7 +464,7 @@ def train(args) -> None:
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
         if step % args.log_every == 0:
             log(f"step {step:5d} loss {loss.item():.4f} ema {ema:.4f} r={n_nograd + k_grad:2d} "
-                f"(grad {k_grad}) lr {lr_at(step, args):.2e} elapsed {time.time() - t0:7.1f}s")
+                f"(grad {k_grad}) lr {lr_at(step, args):.2e} max_difficulty {cur} elapsed {time.time() - t0:7.1f}s")
         if args.eval_every and step and step % args.eval_every == 0:
             model.eval()
             accs = []
@@ -439,6 +553,7 @@ def main(argv=None) -> None:
     t.add_argument("--n-statements", type=int, default=12)
     t.add_argument("--min-hops", type=int, default=1)
     t.add_argument("--max-hops", type=int, default=8)
+    t.add_argument("--n-cups", type=int, default=3, help="shell task: number of cups")
     t.add_argument("--no-sep", action="store_true", help="chain task: no ';' between statements")
     t.add_argument("--n-embd", type=int, default=128)
     t.add_argument("--heads", type=int, default=4)
@@ -455,6 +570,8 @@ def main(argv=None) -> None:
     t.add_argument("--warmup", type=int, default=100)
     t.add_argument("--cooldown", type=float, default=0.2)
     t.add_argument("--clip", type=float, default=1.0)
+    t.add_argument("--curriculum", type=float, default=0.0,
+                   help="fraction of the steps over which the largest difficulty grows from min to max")
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--max-minutes", type=float, default=25.0)
