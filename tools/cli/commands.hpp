@@ -148,7 +148,7 @@ int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>
   const std::int64_t total = std::int64_t(ids.size()) + max_new;
   MUNINN_CHECK(total <= cfg.block_size, "prompt of ", ids.size(), " tokens + ", max_new, " new tokens = ", total,
                " exceeds block_size ", cfg.block_size);
-  const std::int64_t max_steps = std::max({g.run.steps, g.run.halt.max_steps, g.draft_steps});
+  const std::int64_t max_steps = max_steps_needed(m, g);
   auto ctx = m.make_context(context_from(a, cfg, std::min(total + g.lookahead, cfg.block_size), max_steps));
 
   // Latent trajectories: state of every position at every step (NaN where a token had exited).

@@ -32,7 +32,7 @@ class workspace {
   using buffer = typename Backend::template buffer<T>;  ///< backend buffer type
 
   /// \brief Allocates everything for `rows` stacked tokens.
-  workspace(const Backend& be, const layer_dims& d, std::int64_t vocab, std::int64_t rows) : rows_(rows), h_(d.h) {
+  workspace(const Backend& be, const layer_dims& d, std::int64_t vocab, std::int64_t rows) : rows_(rows) {
     const auto R = std::size_t(rows);
     e_ = be.template alloc<T>(R * d.h);
     x_ = be.template alloc<T>(R * d.h);
@@ -62,7 +62,7 @@ class workspace {
     return layer_scratch<T>{normed_.data(), q_.data(),      attn_.data(),  proj_.data(),
                             mlp_in_.data(), mlp_act_.data(), k_tmp_.data(), v_tmp_.data()};
   }
-  std::int64_t rows_, h_;
+  std::int64_t rows_;
   buffer e_, x_, alt_, e_part_, head_, normed_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
   typename Backend::template buffer<std::int32_t> ids_;
   std::vector<std::int32_t> host_ids_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "muninn/model/model.hpp"
+#include "muninn/ops/softmax.hpp"
 #include "muninn/runtime/sampling.hpp"
 
 namespace muninn {
@@ -32,24 +33,22 @@ struct generate_result {
   std::vector<float> last_logits;    ///< logits that chose the last token (not kept by speculative decoding)
 };
 
-/// \brief Index of the largest value (the first one on ties), on the host.
-inline std::int32_t argmax_host(const float* x, std::int64_t n) {
-  std::int64_t best = 0;
-  for (std::int64_t i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return std::int32_t(best);
-}
+/// \brief Index of the largest value (the first one on ties) of host logits: the host `argmax` op.
+inline std::int32_t argmax_host(const float* x, std::int64_t n) { return std::int32_t(argmax(host_backend{}, x, n)); }
 
 namespace detail {
 inline bool is_stop(const generate_options& o, std::int32_t t) {
   return std::find(o.stop_ids.begin(), o.stop_ids.end(), t) != o.stop_ids.end();
 }
+}  // namespace detail
+
+/// \brief The deepest recurrence a generation with `o` runs (verify, exit bound or draft): what
+/// its context's `max_steps` must be.
 template <class Model>
-std::int64_t context_steps(const Model& m, const generate_options& o) {
+std::int64_t max_steps_needed(const Model& m, const generate_options& o) {
   const std::int64_t steps = o.run.steps < 0 ? m.config().mean_recurrence : o.run.steps;
   return std::max({steps, o.run.halt.max_steps, o.draft_steps});
 }
-}  // namespace detail
 
 /// \brief Decodes with the KV cache: the prompt is prefilled in one call, then each new token is
 /// fed alone. Greedy or sampled as `opt.sampling` says; self-speculative when draft_steps and
@@ -138,7 +137,7 @@ generate_result generate(const Model& m, const std::vector<std::int32_t>& prompt
   context_limits lim;
   lim.max_tokens = std::int64_t(prompt.size()) + std::max<std::int64_t>(opt.max_new_tokens, 0) + opt.lookahead;
   lim.max_tokens = std::min(lim.max_tokens, m.config().block_size);
-  lim.max_steps = detail::context_steps(m, opt);
+  lim.max_steps = max_steps_needed(m, opt);
   auto ctx = m.make_context(lim);
   return generate(m, ctx, prompt, opt);
 }
@@ -177,7 +176,7 @@ std::vector<generate_result> generate_batch(const Model& m, const std::vector<st
     MUNINN_CHECK(!p.empty(), "generate_batch: an empty prompt");
     context_limits lim;
     lim.max_tokens = std::min(std::int64_t(p.size()) + opt.max_new_tokens, m.config().block_size);
-    lim.max_steps = detail::context_steps(m, opt);
+    lim.max_steps = max_steps_needed(m, opt);
     lim.max_chunk = 1;  // the batch workspace below does the work; keep the per-row one small
     ctxs.push_back(m.make_context(lim));
     samplers.emplace_back(opt.sampling);
