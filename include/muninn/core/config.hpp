@@ -31,6 +31,14 @@ struct model_config {
   bool tie_embeddings = true;               ///< LM head reuses the embedding matrix
   std::string injection_type = "linear";   ///< "linear" (concat adapter) or "add"
   std::string block_type = "sandwich";     ///< Muninn extension: "sandwich" (Huginn) or "pre_norm"
+  // Hugging Face Llama fields (families::llama); Huginn checkpoints leave them at these defaults.
+  std::string rope_type = "default";        ///< rope_scaling type: "default" (none), "linear" or "llama3"
+  float rope_factor = 1.0f;                 ///< rope_scaling "factor" (linear and llama3)
+  float rope_low_freq_factor = 1.0f;        ///< llama3 "low_freq_factor"
+  float rope_high_freq_factor = 4.0f;       ///< llama3 "high_freq_factor"
+  std::int64_t rope_original_max_position = 0;  ///< llama3 "original_max_position_embeddings"
+  bool attention_bias = false;              ///< biases on the v and o projections too (q, k: `qk_bias`)
+  bool mlp_bias = false;                    ///< biases on the gate, up and down projections
   std::string source;                       ///< file the config was read from, for error messages
 
   /// \brief Layers in prelude + core + coda (the unique blocks stored in the checkpoint).
