@@ -1,12 +1,32 @@
-# `muninn demo` on the embedded model: the output has the documented form, accuracy at the
-# trained depth is above FLOOR, r=32 is clearly above r=1, and every depth agrees with the PyTorch
-# reference's accuracy on the same problems (demo.json "reference_accuracy") within TOL.
+# `muninn demo` on the embedded model: the output has the documented form (the task line first, no
+# progress bar when piped), accuracy at the trained depth is above FLOOR, r=32 is clearly above r=1,
+# and every depth agrees with the PyTorch reference's accuracy on the same problems (demo.json
+# "reference_accuracy") within TOL. Where `script` (util-linux) can give it a terminal, the
+# progress bar must show there.
 file(READ ${MODEL}/demo.json doc)
 string(JSON nprob LENGTH "${doc}" problems)
 execute_process(COMMAND ${EXE} demo --model ${MODEL} --problems ${nprob}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "muninn demo failed (${rc}): ${err}")
+endif()
+# Piped, as here: no carriage-return redraws of a progress bar in either stream.
+if(out MATCHES "\r" OR err MATCHES "\r")
+  message(FATAL_ERROR "muninn demo wrote a carriage return (a progress bar) into a pipe:\n${err}")
+endif()
+string(JSON task GET "${doc}" task)
+string(FIND "${out}" "task: ${task}\n" task_at)
+string(FIND "${out}" "\nr=" first_result)
+if(task_at EQUAL -1 OR task_at GREATER first_result)
+  message(FATAL_ERROR "muninn demo does not name its task before the results:\n${out}")
+endif()
+find_program(SCRIPT_TOOL script)
+if(SCRIPT_TOOL)
+  execute_process(COMMAND ${SCRIPT_TOOL} -qec "${EXE} demo --model ${MODEL} --problems 64 --depths 1" /dev/null
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE tty_out ERROR_VARIABLE tty_err)
+  if(NOT rc EQUAL 0 OR NOT tty_out MATCHES "\rr=1 +\\[#+\\] 64/64")
+    message(FATAL_ERROR "muninn demo on a terminal: no progress bar (rc ${rc}):\n${tty_out}${tty_err}")
+  endif()
 endif()
 string(JSON trained GET "${doc}" train mean_recurrence)
 foreach(r 1 2 4 8 16 32 auto)

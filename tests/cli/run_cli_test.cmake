@@ -13,6 +13,13 @@ else()
   if(NOT nlines EQUAL 1)
     message(FATAL_ERROR "an error must be exactly one line on stderr, got:\n${err}")
   endif()
+  # The user typed flags: an error must name `--draft-steps`, never the option field `draft_steps`.
+  foreach(field max_new_tokens draft_steps lookahead min_steps max_steps check_every kv_budget kv_fallback
+                warm_start init_state stop_ids top_k top_p min_p repetition_penalty threshold)
+    if(err MATCHES "(^|[^a-z_-])${field}([^a-z_]|$)")
+      message(FATAL_ERROR "the error names the internal field '${field}' instead of its flag:\n${err}")
+    endif()
+  endforeach()
 endif()
 string(REGEX MATCH "${REGEX}" found "${text}")
 if(NOT found)

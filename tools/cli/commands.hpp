@@ -3,9 +3,11 @@
 // main.cpp runs them on the host model, cuda_commands.cu (built with CUDA) on the CUDA models.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -61,18 +63,15 @@ inline device_choice parse_device(const args& a) {
 /// \brief --steps, --init-state, --seed.
 inline run_options run_options_from(const args& a, const model_config& cfg) {
   run_options opt;
-  opt.steps = a.get_int("--steps", cfg.mean_recurrence);
-  MUNINN_CHECK(opt.steps >= 0, "--steps must be >= 0, got ", opt.steps);
+  opt.steps = a.get_int_min("--steps", cfg.mean_recurrence, 0);
   const std::string init = a.get("--init-state", "random");
   if (init == "zero")
-    opt.init = init_state::zero;
+    opt.init = state_init::zero{};
   else if (init == "random")
-    opt.init = init_state::random;
+    opt.init = state_init::truncated_normal{};
   else
     fail("--init-state must be zero or random, got '", init, "'");
-  const std::int64_t seed = a.get_int("--seed", 0);
-  MUNINN_CHECK(seed >= 0, "--seed must be >= 0, got ", seed);
-  opt.seed = std::uint64_t(seed);
+  opt.seed = std::uint64_t(a.get_int_min("--seed", 0, 0));
   return opt;
 }
 
@@ -81,8 +80,7 @@ inline context_limits context_from(const args& a, const model_config& cfg, std::
   context_limits lim;
   lim.max_tokens = tokens;
   lim.max_steps = steps;
-  lim.kv_budget = a.get_int("--kv-budget", 0);
-  MUNINN_CHECK(lim.kv_budget >= 0, "--kv-budget must be >= 0, got ", lim.kv_budget);
+  lim.kv_budget = a.get_int_min("--kv-budget", 0, 0);
   const std::string fb = a.get("--kv-fallback", "latest");
   if (fb == "latest")
     lim.fallback = kv_fallback::latest;
@@ -111,61 +109,147 @@ int forward_with(const Model& m, const args& a, const std::vector<std::int32_t>&
   return 0;
 }
 
+/// \brief --exit, named as the flag (the library's message would not say which flag was wrong).
+inline halt_criterion exit_criterion_from(const args& a) {
+  const std::string s = a.get("--exit", "none");
+  try {
+    return parse_halt_criterion(s);
+  } catch (const error&) {
+    fail("--exit must be none, kl, entropy-diff, latent-diff, argmax-stable or cosine, got '", s, "'");
+  }
+}
+
+/// \brief --exit, --exit-threshold, --min-steps, --max-steps, --check-every; `steps` is --steps.
+inline halting_options halting_from(const args& a, std::int64_t steps) {
+  halting_options h;
+  h.criterion = exit_criterion_from(a);
+  // Unset keeps -1, the library's "the criterion's default threshold".
+  h.threshold = a.has("--exit-threshold") ? a.get_double_min("--exit-threshold", 0, 0) : -1;
+  h.max_steps = a.get_int_min("--max-steps", steps, 0);
+  h.min_steps = a.get_int_min("--min-steps", 0, 0);
+  MUNINN_CHECK(h.min_steps <= h.max_steps, "--min-steps ", h.min_steps, " exceeds --max-steps ", h.max_steps,
+               a.has("--max-steps") ? "" : " (its default, the --steps depth)");
+  h.check_every = a.get_int_min("--check-every", 1, 1);
+  return h;
+}
+
+/// \brief --warm-start.
+inline warm_start warm_start_from(const args& a) {
+  const std::string warm = a.get("--warm-start", "none");
+  if (warm == "raw") return warm_start::raw;
+  if (warm == "normalized") return warm_start::normalized;
+  MUNINN_CHECK(warm == "none", "--warm-start must be raw or normalized, got '", warm, "'");
+  return warm_start::none;
+}
+
+/// \brief --greedy and the sampling flags, checked here so that errors name the flag.
+inline sampling_params sampling_from(const args& a, std::uint64_t seed) {
+  sampling_params s;
+  s.greedy = a.has("--greedy") || !(a.has("--temperature") || a.has("--top-k") || a.has("--top-p") ||
+                                     a.has("--min-p") || a.has("--repetition-penalty"));
+  s.temperature = float(a.get_double_min("--temperature", 1.0, 0));
+  s.top_k = int(a.get_int_min("--top-k", 0, 0));
+  s.top_p = float(a.get_double("--top-p", 1.0));
+  MUNINN_CHECK(s.top_p > 0 && s.top_p <= 1, "--top-p must be in (0, 1], got ", a.get("--top-p"));
+  s.min_p = float(a.get_double_in("--min-p", 0.0, 0, 1));
+  s.repetition_penalty = float(a.get_double("--repetition-penalty", 1.0));
+  MUNINN_CHECK(std::isfinite(s.repetition_penalty) && s.repetition_penalty > 0,
+               "--repetition-penalty must be a number > 0, got ", a.get("--repetition-penalty"));
+  s.seed = seed;
+  return s;
+}
+
+/// \brief --draft-steps and --lookahead, with the combinations speculative decoding rules out.
+inline void speculative_from(const args& a, generate_options& g) {
+  MUNINN_CHECK(!a.has("--lookahead") || a.has("--draft-steps"), "--lookahead needs --draft-steps");
+  if (!a.has("--draft-steps")) return;
+  g.draft_steps = a.get_int_min("--draft-steps", 0, 1);
+  g.lookahead = a.get_int_min("--lookahead", 8, 1);
+  MUNINN_CHECK(g.sampling.greedy, "--draft-steps verifies by argmax: drop the sampling flags or add --greedy");
+  MUNINN_CHECK(g.run.warm == warm_start::none, "--draft-steps does not combine with --warm-start");
+}
+
+/// \brief --stop, each id inside the vocabulary.
+inline std::vector<std::int32_t> stop_ids_from(const args& a, std::int64_t vocab) {
+  if (!a.has("--stop")) return {};
+  const auto ids = args::parse_ids(a.get("--stop"), "--stop");
+  for (auto id : ids)
+    MUNINN_CHECK(id >= 0 && id < vocab, "--stop: token id ", id, " is out of range for vocab_size ", vocab);
+  return ids;
+}
+
+/// \brief Every generate flag but the prompt, the device and --dump-states, validated.
+inline generate_options generate_options_from(const args& a, const model_config& cfg, std::int64_t max_new) {
+  generate_options g;
+  g.run = run_options_from(a, cfg);
+  g.max_new_tokens = max_new;
+  g.run.halt = halting_from(a, g.run.steps);
+  if (g.run.halt.criterion != halt_criterion::none) g.run.steps = g.run.halt.max_steps;
+  g.run.warm = warm_start_from(a);
+  g.sampling = sampling_from(a, g.run.seed);
+  speculative_from(a, g);
+  g.stop_ids = stop_ids_from(a, cfg.vocab_size);
+  return g;
+}
+
+/// \brief `--dump-states`: the latent trajectory of every position the run fed through the model.
+///
+/// The layout (generate --help and docs/inference.md say the same): float32 [rows, S, h] with
+/// S = the deepest recurrence the run allows. A pass over a position starts at step 0 and clears
+/// that row first, so a row holds the last pass over its position (with --draft-steps: the
+/// verification), NaN at steps it did not run. The last generated token is never fed back, so
+/// P prompt + G new tokens give P + G - 1 rows; a rejected draft may have run at position
+/// P + G - 1 with another token, which is why the rows are cut there and not at the last run.
+class state_dump {
+ public:
+  state_dump(std::int64_t max_positions, std::int64_t max_steps, std::int64_t h)
+      : P_(max_positions), S_(max_steps), h_(h),
+        states_(std::size_t(max_positions * max_steps * h), std::numeric_limits<float>::quiet_NaN()) {}
+
+  /// \brief The run_options::on_step hook that records into this dump.
+  step_hook hook() {
+    return [this](std::int64_t pos, std::int64_t step, const float* x) { record(pos, step, x); };
+  }
+  /// \brief Writes the rows of the positions fed with their final token: the prompt and all
+  /// generated tokens but the last.
+  void write(const std::string& path, std::int64_t prompt, std::int64_t generated) const {
+    const std::int64_t rows = std::min(ran_, generated > 0 ? prompt + generated - 1 : prompt);
+    io::write_npy(path, states_.data(), {rows, S_, h_});
+    std::cerr << "muninn: wrote " << path << " [" << rows << ", " << S_ << ", " << h_
+              << "] float32 (positions, steps, hidden)\n";
+  }
+
+ private:
+  void record(std::int64_t pos, std::int64_t step, const float* x) {
+    if (pos >= P_ || step >= S_) return;  // positions of rejected lookahead drafts past the end
+    float* row = states_.data() + pos * S_ * h_;
+    if (step == 0) std::fill(row, row + S_ * h_, std::numeric_limits<float>::quiet_NaN());
+    std::copy(x, x + h_, row + step * h_);
+    ran_ = std::max(ran_, pos + 1);
+  }
+
+  std::int64_t P_, S_, h_, ran_ = 0;
+  std::vector<float> states_;
+};
+
 /// \brief `muninn generate` on a loaded model; `tok` decodes the output when the prompt was text.
 template <class Model>
 int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>& ids, const io::tokenizer* tok,
                   std::int64_t max_new) {
   const model_config& cfg = m.config();
-  generate_options g;
-  g.run = run_options_from(a, cfg);
-  g.max_new_tokens = max_new;
-  g.run.halt.criterion = parse_halt_criterion(a.get("--exit", "none"));
-  g.run.halt.threshold = a.get_double("--exit-threshold", -1);
-  g.run.halt.min_steps = a.get_int("--min-steps", 0);
-  g.run.halt.max_steps = a.get_int("--max-steps", g.run.steps);
-  g.run.halt.check_every = a.get_int("--check-every", 1);
-  if (g.run.halt.criterion != halt_criterion::none) g.run.steps = g.run.halt.max_steps;
-  const std::string warm = a.get("--warm-start", "none");
-  if (warm == "raw")
-    g.run.warm = warm_start::raw;
-  else if (warm == "normalized")
-    g.run.warm = warm_start::normalized;
-  else if (warm != "none")
-    fail("--warm-start must be raw or normalized, got '", warm, "'");
-  g.draft_steps = a.get_int("--draft-steps", 0);
-  g.lookahead = a.get_int("--lookahead", a.has("--draft-steps") ? 8 : 0);
-  const bool sampled = !a.has("--greedy") && (a.has("--temperature") || a.has("--top-k") || a.has("--top-p") ||
-                                               a.has("--min-p") || a.has("--repetition-penalty"));
-  g.sampling.greedy = !sampled;
-  g.sampling.temperature = float(a.get_double("--temperature", 1.0));
-  g.sampling.top_k = int(a.get_int("--top-k", 0));
-  g.sampling.top_p = float(a.get_double("--top-p", 1.0));
-  g.sampling.min_p = float(a.get_double("--min-p", 0.0));
-  g.sampling.repetition_penalty = float(a.get_double("--repetition-penalty", 1.0));
-  g.sampling.seed = g.run.seed;
-  if (a.has("--stop")) g.stop_ids = args::parse_ids(a.get("--stop"), "--stop");
-
+  generate_options g = generate_options_from(a, cfg, max_new);
   const std::int64_t total = std::int64_t(ids.size()) + max_new;
   MUNINN_CHECK(total <= cfg.block_size, "prompt of ", ids.size(), " tokens + ", max_new, " new tokens = ", total,
                " exceeds block_size ", cfg.block_size);
   const std::int64_t max_steps = max_steps_needed(m, g);
   auto ctx = m.make_context(context_from(a, cfg, std::min(total + g.lookahead, cfg.block_size), max_steps));
-
-  // Latent trajectories: state of every position at every step (NaN where a token had exited).
-  std::vector<float> states;
-  const std::int64_t h = cfg.n_embd;
+  std::optional<state_dump> dump;
   if (a.has("--dump-states")) {
-    states.assign(std::size_t(total * max_steps * h), std::numeric_limits<float>::quiet_NaN());
-    g.run.on_step = [&](std::int64_t pos, std::int64_t step, const float* x) {
-      if (pos < total && step < max_steps) std::copy(x, x + h, states.begin() + (pos * max_steps + step) * h);
-    };
+    dump.emplace(total, max_steps, cfg.n_embd);
+    g.run.on_step = dump->hook();
   }
   const generate_result r = generate(m, ctx, ids, g);
-  if (a.has("--dump-states")) {
-    io::write_npy(a.get("--dump-states"), states.data(), {total, max_steps, h});
-    std::cerr << "muninn: wrote " << a.get("--dump-states") << " [" << total << ", " << max_steps << ", " << h
-              << "] (positions, steps, hidden)\n";
-  }
+  if (dump) dump->write(a.get("--dump-states"), std::int64_t(ids.size()), std::int64_t(r.tokens.size()));
   if (g.draft_steps > 0)
     std::cerr << "muninn: speculative: drafted " << r.drafted << ", accepted " << r.accepted << ", " << r.forward_calls
               << " model calls\n";

@@ -4,8 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <optional>
 #include <iostream>
+#include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 #include "cli_args.hpp"
 #include "commands.hpp"
 #include "demo.hpp"
+#include "specs.hpp"
 #include "muninn/io/tokenizer.hpp"
 #include "muninn/muninn.hpp"
 
@@ -23,33 +25,10 @@ using namespace muninn;
 /// The CLI compiles early exit in; without --exit it runs exactly like huginn_arch.
 using cli_model = model<host_backend, float, huginn_adaptive_arch>;
 
-const char* usage_text =
-    "usage: muninn <command> [flags]\n"
-    "\n"
-    "commands:\n"
-    "  demo      [--model DIR] [--problems N] [--depths 1,2,4,...] [--exit-threshold X] [--max-steps N]\n"
-    "            accuracy of the embedded model at several recurrence depths and with KL exit\n"
-    "  info      --model DIR\n"
-    "            config, parameter count, dtype and memory of a checkpoint\n"
-    "  forward   --model DIR --tokens 1,2,3 [--steps R] [--init-state zero|random] [--seed N]\n"
-    "            [--output FILE.npy] [--device cpu|cuda] [--dtype fp32|bf16]\n"
-    "            logits of every position, float32 [n_tokens, vocab]\n"
-    "  generate  --model DIR (--tokens 1,2,3 | --prompt TEXT) --max-new-tokens N [--steps R]\n"
-    "            [--init-state zero|random] [--seed N] [--greedy] [--stop ID,ID]\n"
-    "            [--exit none|kl|entropy-diff|latent-diff|argmax-stable|cosine] [--exit-threshold X]\n"
-    "            [--min-steps N] [--max-steps N] [--check-every N]\n"
-    "            [--kv-budget K] [--kv-fallback latest|none] [--warm-start raw|normalized]\n"
-    "            [--draft-steps N --lookahead L]\n"
-    "            [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
-    "            [--dump-states FILE.npy] [--show-steps] [--device cpu|cuda] [--dtype fp32|bf16]\n"
-    "            prints the decoded text (with --prompt), the steps per token (with --show-steps)\n"
-    "            and the generated ids, comma-separated, as the last line\n"
-    "\n"
-    "--steps defaults to the config's mean_recurrence; --init-state defaults to random (seed 0).\n"
-    "--device defaults to cpu (fp32); --device cuda runs on GPU 0 in fp32 or, with --dtype bf16,\n"
-    "in bf16 with fp32 accumulation (builds configured with -DMUNINN_ENABLE_CUDA=ON).\n"
-    "Decoding is greedy unless a sampling flag (--temperature, --top-k, --top-p, --min-p,\n"
-    "--repetition-penalty) is given without --greedy.\n";
+int print_help(const cli::command_spec& spec) {
+  cli::print_command_help(spec, std::cout);
+  return 0;
+}
 
 std::string require_model_dir(const cli::args& a) {
   const std::string dir = a.require("--model");
@@ -58,7 +37,9 @@ std::string require_model_dir(const cli::args& a) {
 }
 
 int cmd_info(int argc, char** argv) {
-  cli::args a(argc, argv, 2, {"--model"}, {});
+  const cli::command_spec spec = cli::info_spec();
+  const cli::args a(argc, argv, 2, spec);
+  if (a.help()) return print_help(spec);
   const std::string dir = require_model_dir(a);
   const model_config cfg = io::read_model_config(dir);
   const io::checkpoint ck = io::checkpoint::open(dir);
@@ -111,8 +92,9 @@ int cmd_info(int argc, char** argv) {
 }
 
 int cmd_forward(int argc, char** argv) {
-  cli::args a(argc, argv, 2,
-              {"--model", "--tokens", "--steps", "--init-state", "--seed", "--output", "--device", "--dtype"}, {});
+  const cli::command_spec spec = cli::forward_spec();
+  const cli::args a(argc, argv, 2, spec);
+  if (a.help()) return print_help(spec);
   const cli::device_choice dev = cli::parse_device(a);
 #if defined(MUNINN_CLI_CUDA)
   if (dev.cuda) cli::cuda_require_device();
@@ -139,12 +121,9 @@ std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir,
 }
 
 int cmd_generate(int argc, char** argv) {
-  cli::args a(argc, argv, 2,
-              {"--model", "--tokens", "--prompt", "--max-new-tokens", "--steps", "--init-state", "--seed", "--exit",
-               "--exit-threshold", "--min-steps", "--max-steps", "--check-every", "--kv-budget", "--kv-fallback",
-               "--warm-start", "--draft-steps", "--lookahead", "--temperature", "--top-k", "--top-p", "--min-p",
-               "--repetition-penalty", "--dump-states", "--stop", "--device", "--dtype"},
-              {"--greedy", "--show-steps"});
+  const cli::command_spec spec = cli::generate_spec();
+  const cli::args a(argc, argv, 2, spec);
+  if (a.help()) return print_help(spec);
   const cli::device_choice dev = cli::parse_device(a);
 #if defined(MUNINN_CLI_CUDA)
   if (dev.cuda) cli::cuda_require_device();
@@ -152,8 +131,8 @@ int cmd_generate(int argc, char** argv) {
   const std::string dir = require_model_dir(a);
   std::optional<io::tokenizer> tok;
   const auto ids = prompt_ids(a, dir, tok);
-  const std::int64_t max_new = cli::args::parse_int(a.require("--max-new-tokens"), "--max-new-tokens");
-  MUNINN_CHECK(max_new >= 0, "--max-new-tokens must be >= 0, got ", max_new);
+  a.require("--max-new-tokens");
+  const std::int64_t max_new = a.get_int_min("--max-new-tokens", 0, 0);
   const io::tokenizer* tp = tok ? &*tok : nullptr;
 #if defined(MUNINN_CLI_CUDA)
   if (dev.cuda) return cli::cuda_generate(dir, dev.bf16, a, ids, tp, max_new);
@@ -163,17 +142,46 @@ int cmd_generate(int argc, char** argv) {
   return cli::generate_with(m, a, ids, tp, max_new);
 }
 
+/// Library messages name option fields (`draft_steps`, `generate_options::lookahead`); a CLI
+/// user typed flags. Any message that reaches the user this way gets the flag's name instead.
+std::string with_flag_names(std::string msg) {
+  static const std::pair<const char*, const char*> names[] = {
+      {"max_new_tokens", "--max-new-tokens"}, {"draft_steps", "--draft-steps"}, {"lookahead", "--lookahead"},
+      {"min_steps", "--min-steps"},           {"max_steps", "--max-steps"},     {"check_every", "--check-every"},
+      {"kv_budget", "--kv-budget"},           {"kv_fallback", "--kv-fallback"}, {"warm_start", "--warm-start"},
+      {"init_state", "--init-state"},         {"stop_ids", "--stop"},           {"top_k", "--top-k"},
+      {"top_p", "--top-p"},                   {"min_p", "--min-p"},             {"temperature", "--temperature"},
+      {"repetition_penalty", "--repetition-penalty"}};
+  for (const auto& [field, flag] : names) {
+    // The field as a whole word, with any `struct::` or `struct.` qualifiers; not part of a flag,
+    // a path or a quoted value the user gave.
+    const std::regex word(std::string("(^|[^A-Za-z0-9_:.'\"/\\\\-])(?:[A-Za-z_][A-Za-z0-9_]*(?:\\.|::))*") + field +
+                          "(?![A-Za-z0-9_:])");
+    msg = std::regex_replace(msg, word, std::string("$1") + flag);
+  }
+  return msg;
+}
+
+/// One line on stderr: "muninn: error: <message>".
+int report(const std::exception& e) {
+  std::string msg = with_flag_names(e.what());
+  for (auto& c : msg)
+    if (c == '\n') c = ' ';
+  std::cerr << "muninn: error: " << msg << "\n";
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << usage_text;
+    muninn::cli::print_usage(std::cerr);
     return 2;
   }
   const std::string cmd = argv[1];
   try {
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-      std::cout << usage_text;
+      muninn::cli::print_usage(std::cout);
       return 0;
     }
     if (cmd == "--version") {
@@ -186,10 +194,6 @@ int main(int argc, char** argv) {
     if (cmd == "demo") return muninn::cli::run_demo<cli_model>(argc, argv);
     muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, demo)");
   } catch (const std::exception& e) {
-    std::string msg = e.what();
-    for (auto& c : msg)
-      if (c == '\n') c = ' ';
-    std::cerr << "muninn: error: " << msg << "\n";
-    return 1;
+    return report(e);
   }
 }

@@ -1,0 +1,145 @@
+#pragma once
+// The flags of every muninn subcommand, in one place: each command parses against its spec and
+// `--help` prints it, so what the help lists is exactly what the command accepts.
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_args.hpp"
+
+namespace muninn::cli {
+
+inline flag_spec model_flag() { return {"--model", "DIR", "checkpoint directory: config.json and *.safetensors", true}; }
+
+/// Flags shared by forward and generate: depth, initial state, device.
+inline std::vector<flag_spec> run_flags() {
+  return {{"--steps", "R", "recurrence depth r (default: the config's mean_recurrence)"},
+          {"--init-state", "zero|random", "initial recurrent state (default random, drawn per position from --seed)"},
+          {"--seed", "N", "seed of the random initial state and of sampling, >= 0 (default 0)"},
+          {"--device", "cpu|cuda", "where to run (default cpu; cuda needs a build with -DMUNINN_ENABLE_CUDA=ON)"},
+          {"--dtype", "fp32|bf16", "weights and activations (default fp32; bf16 needs --device cuda)"}};
+}
+
+inline command_spec info_spec() {
+  return {"info", "--model DIR", "config, parameter count, dtype and memory of a checkpoint", {model_flag()}, ""};
+}
+
+inline command_spec forward_spec() {
+  command_spec s{"forward", "--model DIR --tokens 1,2,3 [flags]",
+                 "one forward pass: the argmax of every position's logits (and all logits with --output)",
+                 {model_flag(), {"--tokens", "1,2,3", "input token ids", true}},
+                 "--output writes float32 logits of shape [n_tokens, vocab] as .npy."};
+  for (auto& f : run_flags()) s.flags.push_back(f);
+  s.flags.push_back({"--output", "FILE.npy", "write the logits of every position"});
+  return s;
+}
+
+/// The --dump-states layout (docs/inference.md states the same; state_dump in commands.hpp writes it).
+inline const char* dump_states_notes =
+    "--dump-states FILE.npy writes float32 [positions, steps, h]: entry [i, s] is the raw recurrent\n"
+    "state (before ln_f) of the token at position i of prompt + generated tokens after recurrence\n"
+    "step s (0-based). Only positions the model ran are written: the prompt and every generated\n"
+    "token but the last, which is emitted without being fed back, so P prompt and G >= 1 generated\n"
+    "tokens give P + G - 1 rows (0 rows when G = 0). `steps` is the deepest recurrence the run\n"
+    "allowed: the largest of --steps, --max-steps and --draft-steps. Steps a token did not run\n"
+    "(it exited early, or its pass was shallower) are NaN. With --draft-steps a row holds the\n"
+    "verification pass of its position.";
+
+inline std::vector<flag_spec> generate_only_flags() {
+  return {
+      {"--greedy", "", "argmax decoding even when sampling flags are given"},
+      {"--stop", "ID,ID", "stop after generating one of these token ids (each in [0, vocab))"},
+      {"--exit", "none|kl|entropy-diff|latent-diff|argmax-stable|cosine", "early-exit criterion per token (default none)"},
+      {"--exit-threshold", "X", "exit threshold, >= 0 (default: the criterion's, e.g. kl 5e-4)"},
+      {"--min-steps", "N", "no exit check before step N (default 0; at most --max-steps)"},
+      {"--max-steps", "N", "at most N recurrence steps per token with --exit (default --steps)"},
+      {"--check-every", "N", "check for exit every N steps, >= 1 (default 1)"},
+      {"--kv-budget", "K", "keep the KV entries of K recurrences per core layer (default 0: all)"},
+      {"--kv-fallback", "latest|none", "what an early-exited token shows at deeper steps (default latest)"},
+      {"--warm-start", "raw|normalized", "start each new token from the previous token's final state"},
+      {"--draft-steps", "N", "self-speculative decoding: draft at N recurrences, verify at --steps (greedy)"},
+      {"--lookahead", "L", "tokens drafted per verification, >= 1 (default 8; needs --draft-steps)"},
+      {"--temperature", "T", "sampling temperature, >= 0 (default 1)"},
+      {"--top-k", "K", "keep the K most likely tokens, >= 0 (default 0: all)"},
+      {"--top-p", "P", "nucleus sampling, in (0, 1] (default 1)"},
+      {"--min-p", "P", "drop tokens below P times the top probability, in [0, 1] (default 0)"},
+      {"--repetition-penalty", "R", "penalty on tokens already in the sequence, > 0 (default 1)"},
+      {"--dump-states", "FILE.npy", "write every state of every recurrence step (layout below)"},
+      {"--show-steps", "", "print the recurrence steps of each generated token"},
+  };
+}
+
+inline command_spec generate_spec() {
+  command_spec s{"generate", "--model DIR (--tokens 1,2,3 | --prompt TEXT) --max-new-tokens N [flags]",
+                 "decode with the KV cache, greedy or sampled, at fixed depth or with early exit",
+                 {model_flag(),
+                  {"--tokens", "1,2,3", "prompt token ids", true},
+                  {"--prompt", "TEXT", "prompt text, encoded with DIR/tokenizer.json", true},
+                  {"--max-new-tokens", "N", "tokens to generate at most, >= 0", true}},
+                 std::string("Prints the decoded text (with --prompt), the steps per token (with --show-steps) and,\n"
+                             "as the last line, the generated ids, comma-separated.\n"
+                             "Decoding is greedy unless a sampling flag (--temperature, --top-k, --top-p, --min-p,\n"
+                             "--repetition-penalty) is given without --greedy.\n\n") +
+                     dump_states_notes};
+  for (auto& f : run_flags()) s.flags.push_back(f);
+  for (auto& f : generate_only_flags()) s.flags.push_back(f);
+  return s;
+}
+
+inline command_spec demo_spec() {
+  return {"demo", "[flags]",
+          "accuracy of the embedded shell-game model at several recurrence depths and with KL exit",
+          {{"--model", "DIR", "demo model directory with demo.json (default: the shipped examples/models/demo)"},
+           {"--problems", "N", "evaluate the first N held-out problems, >= 1 (default 200)"},
+           {"--depths", "1,2,4,...", "recurrence depths to evaluate (default 1,2,4,8,16,32)"},
+           {"--exit-threshold", "X", "KL exit threshold of the r=auto row, >= 0 (default 1e-6)"},
+           {"--max-steps", "N", "at most N steps per token in the r=auto row, >= 1 (default 32)"},
+           {"--seed", "N", "seed, >= 0 (default 0; the demo starts from a zero state)"}},
+          "A progress bar is drawn on stderr when stderr is a terminal."};
+}
+
+/// \brief Every subcommand, in the order `muninn --help` lists them.
+inline std::vector<command_spec> all_specs() { return {demo_spec(), info_spec(), forward_spec(), generate_spec()}; }
+
+/// \brief "  --steps R" padded to the help column.
+inline std::string flag_label(const flag_spec& f) {
+  std::string s = "  " + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
+  return s.size() < 29 ? s + std::string(30 - s.size(), ' ') : s + "\n" + std::string(30, ' ');
+}
+
+/// \brief `muninn <command> --help`: synopsis, summary, one line per flag, notes.
+inline void print_command_help(const command_spec& s, std::ostream& os) {
+  os << "usage: muninn " << s.name << " " << s.synopsis << "\n\n" << s.summary << "\n\nflags:\n";
+  for (const auto& f : s.flags) os << flag_label(f) << f.help << "\n";
+  os << flag_label({"-h, --help", "", ""}) << "print this help and exit\n";
+  if (!s.notes.empty()) os << "\n" << s.notes << "\n";
+}
+
+/// \brief The optional flags of `s` as "[--steps R] [--greedy] ...", wrapped at about 100 columns;
+/// empty when every flag is in the synopsis.
+inline std::string optional_flags_line(const command_spec& s, const std::string& indent) {
+  std::string out, line;
+  for (const auto& f : s.flags) {
+    if (f.in_synopsis) continue;
+    const std::string item = "[" + f.name + (f.metavar.empty() ? "" : " " + f.metavar) + "]";
+    if (!line.empty() && line.size() + item.size() + 1 > 100 - indent.size()) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + item;
+  }
+  return line.empty() ? out : out + indent + line + "\n";
+}
+
+/// \brief `muninn --help`: every command with every flag it takes.
+inline void print_usage(std::ostream& os) {
+  os << "usage: muninn <command> [flags]        muninn <command> --help: the flags of one command\n\ncommands:\n";
+  for (const auto& s : all_specs()) {
+    os << "  " << s.name << std::string(10 - s.name.size(), ' ') << s.synopsis << "\n"
+       << optional_flags_line(s, "            ") << "            " << s.summary << "\n";
+  }
+  os << "\n--version prints the version.\n";
+}
+
+}  // namespace muninn::cli
