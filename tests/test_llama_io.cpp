@@ -858,8 +858,24 @@ TEST(llama_rope, read_from_config_json) {
 
 // ------------------------------------------------------------------------- golden fixture folders
 
-// tests/data/llama/<name>/ (written with transformers): every config parses, every checkpoint opens
-// and loads.
+// What tests/data/llama/<name>/expected.json (written with transformers) says about the model
+// itself: the stored parameter count and the scaled inverse frequencies.
+void expect_matches_expected_json(const std::string& dir, const model_config& cfg, std::int64_t parameter_count) {
+  if (!fs::exists(dir + "/expected.json")) return;
+  const muninn::io::json e = muninn::io::read_json_file(dir + "/expected.json");
+  if (const auto* n = e.find("n_params")) {
+    EXPECT_EQ(parameter_count, n->as_int());
+  }
+  if (const auto* f = e.find("rope_inv_freq")) {
+    const std::vector<float> inv = inv_freq(cfg);
+    ASSERT_EQ(inv.size(), f->size());
+    for (std::size_t i = 0; i < inv.size(); ++i)
+      EXPECT_NEAR(inv[i], (*f)[i].as_double(), 2.5e-7 * std::fabs((*f)[i].as_double())) << "frequency " << i;
+  }
+}
+
+// Every folder of tests/data/llama/ (written with transformers): its config parses, its checkpoint
+// opens and loads, and the parameter count and RoPE frequencies are transformers'.
 TEST(llama_fixtures, every_folder_parses_opens_and_loads) {
   const fs::path root = fs::path(MUNINN_TEST_DATA) / "llama";
   if (!fs::is_directory(root)) GTEST_SKIP() << root << " does not exist yet";
@@ -874,10 +890,22 @@ TEST(llama_fixtures, every_folder_parses_opens_and_loads) {
     const auto w = llama::load_weights<muninn::host_backend, float, muninn::block::pre_norm>(muninn::host_backend{}, ck, cfg);
     EXPECT_EQ(std::int64_t(w.prelude.size()), cfg.n_layers_in_prelude);
     EXPECT_EQ(w.wte.size(), std::size_t(cfg.vocab_size * cfg.n_embd));
-    EXPECT_GT(w.parameter_count, 0);
+    EXPECT_EQ(w.rope.size(), std::size_t(cfg.block_size * cfg.head_dim));
+    expect_matches_expected_json(dir, cfg, w.parameter_count);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no fixture folder with a config.json under " << root;
+}
+
+// The same checkpoint with a 5.x and a 4.x config.json reads to the same model_config.
+TEST(llama_fixtures, v4_and_v5_configs_of_one_checkpoint_agree) {
+  const fs::path root = fs::path(MUNINN_TEST_DATA) / "llama";
+  if (!fs::exists(root / "tiny_bf16_sharded_v4" / "config.json") || !fs::exists(root / "tiny_bf16_sharded" / "config.json"))
+    GTEST_SKIP() << "tiny_bf16_sharded{,_v4} not in " << root;
+  const model_config v5 = llama::read_config((root / "tiny_bf16_sharded").string());
+  const model_config v4 = llama::read_config((root / "tiny_bf16_sharded_v4").string());
+  expect_same_config(v4, v5);
+  EXPECT_EQ(v4.rope_type, "llama3");
 }
 
 }  // namespace
