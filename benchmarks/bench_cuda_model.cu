@@ -163,7 +163,7 @@ const bench_model& get_model(bool big) {
 /// Zero initial state at r recurrences: the options every benchmark here runs with.
 run_options zero_state(i64 r) {
   run_options o;
-  o.init = init_state::zero;
+  o.init = state_init::zero{};
   o.steps = r;
   return o;
 }

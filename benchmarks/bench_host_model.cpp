@@ -55,7 +55,7 @@ void BM_TinyCheckpointForward(benchmark::State& state) {
   static const host_model m = host_model::load(std::string(MUNINN_BENCH_DATA) + "/huginn/tiny_f32");
   const std::vector<std::int32_t> ids = {25, 63, 80, 91, 81, 55, 13, 76, 33, 71, 82, 24};
   muninn::run_options o;
-  o.init = muninn::init_state::zero;
+  o.init = muninn::state_init::zero{};
   o.steps = 4;
   for (auto _ : state) benchmark::DoNotOptimize(m.forward(ids, o));
   state.counters["tokens/s"] = benchmark::Counter(double(ids.size()), benchmark::Counter::kIsIterationInvariantRate);

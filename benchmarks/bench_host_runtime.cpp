@@ -63,7 +63,7 @@ void run_generation(benchmark::State& state, muninn::generate_options g, std::in
 muninn::generate_options base_options() {
   muninn::generate_options g;
   g.max_new_tokens = kNewTokens;
-  g.run.init = muninn::init_state::zero;
+  g.run.init = muninn::state_init::zero{};
   g.run.steps = kMaxSteps;
   return g;
 }

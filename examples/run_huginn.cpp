@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
 
     const std::vector<std::int32_t> prompt = {1, 2, 3, 4, 5};
     muninn::run_options opt;
-    opt.init = muninn::init_state::zero;  // deterministic; init_state::random is Huginn's default
+    opt.init = muninn::state_init::zero{};  // deterministic; state_init::truncated_normal{} is Huginn's default
     for (std::int64_t r : {1, 2, 4, 8, 16}) {
       opt.steps = r;
       const auto logits = m.forward(prompt, opt);

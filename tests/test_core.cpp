@@ -117,7 +117,11 @@ TEST(Arch, HuginnDefaultsAndCustomCombination) {
   using custom = arch<block::pre_norm, injection::add, state_init::zero>;
   static_assert(std::is_same_v<custom::block_policy, block::pre_norm>);
   static_assert(std::is_same_v<custom::sharing_policy, sharing::recurrent_core>);
-  EXPECT_EQ(kv_cache::per_layer_slot::num_slots(2, 4, 2, 32), 132);  // reference/huginn.md §4.1
-  EXPECT_EQ(kv_cache::per_layer_slot::core_slot(2, 4, 31, 3), 129);
-  EXPECT_EQ(kv_cache::per_layer_slot::coda_slot(2, 4, 32, 0), 130);
+  // Huginn's cache indexing: prelude 2, core 4, coda 2 layers at r = 32.
+  const kv_layout lay{2, 4, 2, 0};
+  context_limits lim;
+  lim.max_steps = 32;
+  EXPECT_EQ(kv_cache::per_layer_slot::num_slots(lay, lim), 132);
+  EXPECT_EQ(kv_cache::per_layer_slot::slot_id(lay, lim, layer_group::core, 31, 3), 129);
+  EXPECT_EQ(kv_cache::per_layer_slot::slot_id(lay, lim, layer_group::coda, 0, 0), 130);
 }

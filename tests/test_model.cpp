@@ -33,7 +33,7 @@ void check_fixture(const std::string& name) {
   const auto tokens = ids_of(in.at("tokens"));
   const std::int64_t n = std::int64_t(tokens.size());
   run_options zero;
-  zero.init = init_state::zero;
+  zero.init = state_init::zero{};
 
   // Full-sequence logits at several depths.
   for (const auto& r : in.at("steps").as_array()) {
@@ -91,7 +91,7 @@ TEST(HuginnModel, RandomStateIsSeededAndPerPosition) {
   using M = model<host_backend, float>;
   const M m = M::load(data_dir + "tiny_f32");
   run_options a;
-  a.init = init_state::random;
+  a.init = state_init::truncated_normal{};
   a.seed = 11;
   a.steps = 2;
   const std::vector<std::int32_t> seq = {1, 2, 3, 4, 5, 6};

@@ -89,7 +89,7 @@ void check_fixture(const cuda_backend& be, const std::string& name) {
   const auto tokens = ids_of(in.at("tokens"));
   const std::int64_t n = std::int64_t(tokens.size());
   run_options zero;
-  zero.init = init_state::zero;
+  zero.init = state_init::zero{};
 
   double max_logit = 0;  // at the generate case's depth, for the bf16 greedy rule
   const std::int64_t gen_steps = in.at("generate").at("steps").as_int();
@@ -212,7 +212,7 @@ TEST_F(CudaModel, TunedHeadDimsMatchHostOnPrefillAndDecode) {
     const FM f32(gpu(), cfg, make_random_weights<cuda_backend, float, block::sandwich>(gpu(), cfg, 5));
     const BM b16(gpu(), cfg, make_random_weights<cuda_backend, bf16, block::sandwich>(gpu(), cfg, 5));
     run_options o;
-    o.init = init_state::random;
+    o.init = state_init::truncated_normal{};
     o.seed = 9;
     o.steps = 3;
     std::vector<std::int32_t> prompt(40);
@@ -249,7 +249,7 @@ TEST_F(CudaModel, KlExitStepsEqualHost) {
   for (double thr : {1e-1, 1e-2, 1e-3}) {
     SCOPED_TRACE("threshold " + std::to_string(thr));
     run_options o;
-    o.init = init_state::zero;
+    o.init = state_init::zero{};
     o.steps = 12;
     o.halt.criterion = halt_criterion::kl;
     o.halt.threshold = thr;
@@ -264,7 +264,7 @@ TEST_F(CudaModel, KlExitStepsEqualHost) {
   }
   // Generation with the exit: same tokens and the same steps per token.
   generate_options g;
-  g.run.init = init_state::zero;
+  g.run.init = state_init::zero{};
   g.run.steps = 10;
   g.run.halt.criterion = halt_criterion::kl;
   g.run.halt.threshold = 1e-2;
@@ -282,7 +282,7 @@ TEST_F(CudaModel, BatchEqualsSingle) {
   ASSERT_NO_FATAL_FAILURE(muninn_test::check_batch_rows_equal_single_runs(m, prompts));
   // The logits of one stacked call equal each row's own call.
   run_options o;
-  o.init = init_state::zero;
+  o.init = state_init::zero{};
   o.steps = 4;
   std::vector<M::context_type> ctxs;
   for (std::size_t r = 0; r < prompts.size(); ++r) ctxs.push_back(m.make_context(16, 4));

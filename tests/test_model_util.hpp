@@ -40,7 +40,7 @@ std::vector<float> given_state_logits(const M& m, const std::string& name, const
                                       const muninn::io::json& gs) {
   const auto state = muninn::io::read_npy_f32(data_dir + name + "/" + gs.at("state_file").as_string());
   muninn::run_options o;
-  o.init = muninn::init_state::given;
+  o.init = muninn::state_init::given{};
   o.given_state = state.data.data();
   o.steps = gs.at("steps").as_int();
   return m.forward(tokens, o);
@@ -49,7 +49,7 @@ std::vector<float> given_state_logits(const M& m, const std::string& name, const
 /// The options of a fixture's "generate" case: zero state, its depth and its number of new tokens.
 inline muninn::generate_options generate_case_options(const muninn::io::json& g) {
   muninn::generate_options go;
-  go.run.init = muninn::init_state::zero;
+  go.run.init = muninn::state_init::zero{};
   go.run.steps = g.at("steps").as_int();
   go.max_new_tokens = g.at("max_new_tokens").as_int();
   return go;
@@ -62,7 +62,8 @@ template <class M>
 void check_cache_decode_equals_recompute(const M& m, double tol) {
   using namespace muninn;
   const std::int64_t V = m.config().vocab_size;
-  for (auto init : {init_state::zero, init_state::random}) {
+  for (const muninn::state_init_choice init :
+       {muninn::state_init_choice{muninn::state_init::zero{}}, muninn::state_init_choice{muninn::state_init::truncated_normal{}}}) {
     run_options o;
     o.init = init;
     o.seed = 7;
@@ -90,7 +91,7 @@ void check_batch_rows_equal_single_runs(const M& m, const std::vector<std::vecto
   using namespace muninn;
   for (bool sampled : {false, true}) {
     generate_options g;
-    g.run.init = init_state::random;
+    g.run.init = state_init::truncated_normal{};
     g.run.seed = 3;
     g.run.steps = 4;
     g.max_new_tokens = 7;

@@ -47,7 +47,7 @@ TEST(Halting, KlExitMatchesFixedDepthOracle) {
     lp[0].assign(std::size_t(V), -std::log(double(V)));  // uniform before the first step
     for (std::int64_t s = 1; s <= max_steps; ++s) {
       run_options o;
-      o.init = init_state::zero;
+      o.init = state_init::zero{};
       o.steps = s;
       lp[std::size_t(s)] = log_probs(m.forward({tok}, o));
     }
@@ -63,7 +63,7 @@ TEST(Halting, KlExitMatchesFixedDepthOracle) {
         }
       }
       run_options o;
-      o.init = init_state::zero;
+      o.init = state_init::zero{};
       o.steps = max_steps;
       o.halt.criterion = halt_criterion::kl;
       o.halt.threshold = thr;
@@ -73,7 +73,7 @@ TEST(Halting, KlExitMatchesFixedDepthOracle) {
       EXPECT_EQ(used[0], want) << "token " << tok << " thr " << thr;
       // The exit logits are the depth-`want` logits.
       run_options f;
-      f.init = init_state::zero;
+      f.init = state_init::zero{};
       f.steps = want;
       EXPECT_LE(max_abs_diff(logits, m.forward({tok}, f)), 1e-5);
     }
@@ -83,7 +83,7 @@ TEST(Halting, KlExitMatchesFixedDepthOracle) {
 TEST(Halting, ScheduleAndBounds) {
   const auto& m = tiny();
   run_options o;
-  o.init = init_state::zero;
+  o.init = state_init::zero{};
   o.steps = 10;
   o.halt.criterion = halt_criterion::latent_diff;
   std::vector<std::int32_t> used;
@@ -96,7 +96,7 @@ TEST(Halting, ScheduleAndBounds) {
   const auto never = m.forward({1, 2, 3}, o);
   for (auto u : used) EXPECT_EQ(u, 10);
   run_options f;
-  f.init = init_state::zero;
+  f.init = state_init::zero{};
   f.steps = 10;
   EXPECT_LE(max_abs_diff(never, m.forward({1, 2, 3}, f)), 1e-5);
   o.halt.criterion = halt_criterion::argmax_stable;
@@ -126,7 +126,7 @@ TEST(KvCache, BudgetShrinksMemoryAndEqualsFullWhenLargeEnough) {
   EXPECT_EQ(b.kv_bytes_per_token(), std::size_t(2 * (P + C * 2 + D) * kvd * 4));
   // A budget of at least r recurrences changes nothing.
   generate_options g;
-  g.run.init = init_state::zero;
+  g.run.init = state_init::zero{};
   g.run.steps = 4;
   g.max_new_tokens = 6;
   context_limits big = full;
@@ -149,7 +149,7 @@ TEST(WarmStart, RawStartsFromThePreviousFinalState) {
   const std::int64_t h = m.config().n_embd;
   auto ctx = m.make_context(8, 4);
   run_options o;
-  o.init = init_state::zero;
+  o.init = state_init::zero{};
   o.steps = 4;
   std::vector<float> lat;
   o.latents = &lat;
@@ -161,7 +161,7 @@ TEST(WarmStart, RawStartsFromThePreviousFinalState) {
   auto ctx2 = m.make_context(8, 4);
   m.forward(ctx2, {10, 11}, o);
   run_options gsv = o;
-  gsv.init = init_state::given;
+  gsv.init = state_init::given{};
   gsv.given_state = prev.data();
   EXPECT_LE(max_abs_diff(warm, m.forward(ctx2, {12}, gsv)), 1e-6);
   // Normalized warm start differs from raw.
@@ -174,7 +174,8 @@ TEST(WarmStart, RawStartsFromThePreviousFinalState) {
 
 TEST(Speculative, GreedyOutputEqualsPlainGreedyAtVerifyDepth) {
   const auto& m = tiny();
-  for (auto init : {init_state::zero, init_state::random}) {
+  for (const muninn::state_init_choice init :
+       {muninn::state_init_choice{muninn::state_init::zero{}}, muninn::state_init_choice{muninn::state_init::truncated_normal{}}}) {
     generate_options plain;
     plain.run.init = init;
     plain.run.seed = 5;
@@ -202,7 +203,7 @@ TEST(Batch, RowsOfDifferentLengthsEqualTheirSingleRuns) {
   ASSERT_NO_FATAL_FAILURE(muninn_test::check_batch_rows_equal_single_runs(m, prompts));
   // The same through a padded matrix with a mask (left padding on row 0, right on row 1).
   generate_options g;
-  g.run.init = init_state::zero;
+  g.run.init = state_init::zero{};
   g.run.steps = 4;
   g.max_new_tokens = 5;
   const std::vector<std::int32_t> tokens = {0, 0, 9, 8, 7, /**/ 1, 2, 3, 0, 0};
@@ -227,7 +228,7 @@ TEST(Trajectory, HookSeesEveryStepAndTheLastOneIsTheLatent) {
   const std::int64_t h = m.config().n_embd;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<float>> seen;
   run_options o;
-  o.init = init_state::zero;
+  o.init = state_init::zero{};
   o.steps = 5;
   o.on_step = [&](std::int64_t pos, std::int64_t step, const float* x) { seen[{pos, step}].assign(x, x + h); };
   std::vector<float> lat;
@@ -239,7 +240,7 @@ TEST(Trajectory, HookSeesEveryStepAndTheLastOneIsTheLatent) {
     EXPECT_EQ((seen[{p, 4}]), want);
     // Step s's state is the final state of a depth-(s+1) pass.
     run_options f;
-    f.init = init_state::zero;
+    f.init = state_init::zero{};
     f.steps = 3;
     std::vector<float> lat3;
     f.latents = &lat3;
@@ -259,7 +260,7 @@ TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
     SCOPED_TRACE(c.at("name").as_string());
     generate_options g;
     g.max_new_tokens = c.at("max_new_tokens").as_int();
-    g.run.init = init_state::zero;
+    g.run.init = state_init::zero{};
     g.run.steps = c.at("num_steps").as_int();
     g.run.halt.criterion = parse_halt_criterion(c.at("criterion").as_string());
     g.run.halt.threshold = c.at("threshold").as_double();

@@ -17,6 +17,7 @@
 
 #include "muninn/backend/cuda.cuh"
 #include "muninn/ops/cuda/attention.cuh"
+#include "muninn/ops/cuda/bias.cuh"
 #include "muninn/ops/cuda/elementwise.cuh"
 #include "muninn/ops/cuda/embedding.cuh"
 #include "muninn/ops/cuda/gemm.cuh"

@@ -3,6 +3,7 @@
 /// \brief All host ops: GEMM, norms, element-wise, RoPE, attention, embedding, softmax.
 
 #include "muninn/ops/attention.hpp"
+#include "muninn/ops/bias.hpp"
 #include "muninn/ops/elementwise.hpp"
 #include "muninn/ops/embedding.hpp"
 #include "muninn/ops/gemm.hpp"

@@ -11,12 +11,13 @@
 #include "muninn/io/json.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"
+#include "muninn/policies/detect.hpp"
 
 namespace muninn {
 
 /// \brief Checkpoint families: one type per released checkpoint layout (the "family" slot).
 ///
-/// Concept FamilyPolicy: `name`; `static model_config read_config(const std::string& dir)`;
+/// Concept FamilyPolicy: `slot` = slot::family, `name`; `static model_config read_config(const std::string& dir)`;
 /// `static io::checkpoint open_checkpoint(const std::string& dir, const model_config&)` (names and
 /// shapes validated); `template <class Backend, class T, class Block> static model_weights<Backend, T>
 /// load_weights(const Backend&, const io::checkpoint&, const model_config&)`; and
@@ -26,6 +27,7 @@ namespace family {
 /// \brief Huginn-0125: `transformer.{wte, prelude.i, adapter, core_block.j, coda.c, ln_f}` names,
 /// fused Wqkv and gate;up weights, interleaved RoPE table (`freqs_cis`) when stored.
 struct huginn {
+  using slot = muninn::slot::family;              ///< fills the Family slot
   static constexpr const char* name = "huginn";  ///< spelling in messages and `muninn info`
   /// \brief Reads config.json (the released huginn-0125 config as is, plus Muninn's extensions).
   static model_config read_config(const std::string& dir) { return io::read_model_config(dir); }

@@ -1,0 +1,157 @@
+#pragma once
+/// \file
+/// \brief KV cache objects: they own the key/value storage of one sequence and know which slot
+/// each executed layer writes and which rows a run reads.
+///
+/// Concept KvStorage (what a KvCachePolicy's `storage<Backend, T>` must provide):
+/// constructor `(const Backend&, const kv_layout&, const context_limits&)`;
+/// `kv_slot<T> slot(layer_group, step, layer)`; `kv_read<T> read(layer_group, step, layer,
+/// const engine::row_run&, const std::vector<std::int32_t>& steps_used)`; `void on_exit(pos0, n,
+/// steps_done)`; `num_slots()`, `bytes()`, `bytes_per_token()`.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "muninn/core/error.hpp"
+#include "muninn/engine/layer.hpp"
+
+namespace muninn {
+
+/// \brief What older tokens show a later token at a recurrence step they did not run (they exited early).
+enum class kv_fallback {
+  latest,  ///< the deepest step of the same core layer the token did run (reference "latest-m4")
+  none,    ///< nothing: such tokens are left out of attention (reference "full" with gaps = "skip")
+};
+
+/// \brief What a context is sized for.
+struct context_limits {
+  std::int64_t max_tokens = 0;   ///< cache capacity in tokens (≤ the model's block_size)
+  std::int64_t max_steps = -1;   ///< deepest recurrence a call may ask for (-1: mean_recurrence)
+  std::int64_t max_chunk = 256;  ///< tokens processed together; longer inputs are fed in chunks
+  std::int64_t kv_budget = 0;    ///< recurrences that own KV slots (0: every step; k: step s uses s mod k)
+  kv_fallback fallback = kv_fallback::latest;  ///< see kv_fallback
+};
+
+/// \brief The layer groups of a model: prelude (run once), core (run per recurrence step), coda.
+/// A plain stack keeps all its layers in the prelude.
+enum class layer_group { prelude, core, coda };
+
+/// \brief The layer counts and key/value width a cache is laid out for.
+struct kv_layout {
+  std::int64_t prelude = 0;  ///< layers run once before the recurrence
+  std::int64_t core = 0;     ///< layers run at every recurrence step
+  std::int64_t coda = 0;     ///< layers run once after it
+  std::int64_t kv_dim = 0;   ///< Hkv·D
+};
+
+namespace engine {
+
+/// \brief Contiguous slots of [max_tokens, kv_dim] keys and values; `Indexing` (the
+/// KvCachePolicy) maps (group, step, layer) to a slot.
+template <class Backend, class T, class Indexing>
+class slot_cache {
+ public:
+  /// \brief Allocates every slot up front, zeroed.
+  slot_cache(const Backend& be, const kv_layout& lay, const context_limits& lim)
+      : lay_(lay), lim_(lim), n_slots_(Indexing::num_slots(lay, lim)) {
+    const auto n = std::size_t(n_slots_ * lim.max_tokens * lay.kv_dim);
+    k_ = be.template alloc_zeroed<T>(n);
+    v_ = be.template alloc_zeroed<T>(n);
+  }
+  /// \brief The slot that layer `layer` of `group` at recurrence `step` writes.
+  kv_slot<T> slot(layer_group group, std::int64_t step, std::int64_t layer) {
+    return slot_at(Indexing::slot_id(lay_, lim_, group, step, layer));
+  }
+  /// \brief What a run attends to: its slot's rows [0, pos0 + n).
+  kv_read<T> read(layer_group group, std::int64_t step, std::int64_t layer, const row_run& run,
+                  const std::vector<std::int32_t>&) {
+    const kv_slot<T> s = slot(group, step, layer);
+    return kv_read<T>{s.k, s.v, run.pos0 + run.n};
+  }
+  /// \brief Called when tokens pos0 … pos0+n−1 stop after `steps_done` recurrences: nothing to do here.
+  void on_exit(std::int64_t, std::int64_t, std::int64_t) {}
+  /// \brief Slots per token.
+  std::int64_t num_slots() const { return n_slots_; }
+  /// \brief Bytes held (keys and values).
+  std::size_t bytes() const { return (k_.size() + v_.size()) * sizeof(T); }
+  /// \brief Bytes one token occupies over all slots.
+  std::size_t bytes_per_token() const { return std::size_t(2 * n_slots_ * lay_.kv_dim) * sizeof(T); }
+
+ protected:
+  /// \brief Slot `id`'s rows.
+  kv_slot<T> slot_at(std::int64_t id) {
+    const std::int64_t off = id * lim_.max_tokens * lay_.kv_dim;
+    return kv_slot<T>{k_.data() + off, v_.data() + off};
+  }
+  kv_layout lay_;          ///< layer counts
+  context_limits lim_;     ///< capacity, steps, budget, fallback
+  std::int64_t n_slots_;   ///< slots per token
+
+ private:
+  typename Backend::template buffer<T> k_, v_;
+};
+
+/// \brief Huginn's cache: one slot per executed layer (with a step budget), plus the fallbacks
+/// for tokens that exited before a step (`kv_fallback`).
+template <class Backend, class T, class Indexing>
+class executed_layer_cache : public slot_cache<Backend, T, Indexing> {
+  using base = slot_cache<Backend, T, Indexing>;
+
+ public:
+  /// \brief Allocates the slots, and the gather rows `kv_fallback::none` needs.
+  executed_layer_cache(const Backend& be, const kv_layout& lay, const context_limits& lim)
+      : base(be, lay, lim), be_(be) {
+    if (lim.fallback == kv_fallback::none) {
+      k_gather_ = be.template alloc<T>(std::size_t(lim.max_tokens * lay.kv_dim));
+      v_gather_ = be.template alloc<T>(std::size_t(lim.max_tokens * lay.kv_dim));
+    }
+  }
+
+  /// \brief As slot_cache::read, except that under `kv_fallback::none` a core step leaves out
+  /// older tokens that never ran it (gathered into contiguous rows).
+  kv_read<T> read(layer_group group, std::int64_t step, std::int64_t layer, const row_run& run,
+                  const std::vector<std::int32_t>& steps_used) {
+    const kv_slot<T> s = this->slot(group, step, layer);
+    const kv_read<T> own{s.k, s.v, run.pos0 + run.n};
+    if (group != layer_group::core || this->lim_.fallback != kv_fallback::none) return own;
+    const std::int64_t need = this->lim_.kv_budget > 0 ? step % this->lim_.kv_budget : step;
+    const auto ran = [&](std::int64_t p) { return p >= run.pos0 || steps_used[std::size_t(p)] > need; };
+    bool gaps = false;
+    for (std::int64_t p = 0; p < run.pos0 && !gaps; ++p) gaps = !ran(p);
+    if (!gaps) return own;
+    const std::int64_t kvd = this->lay_.kv_dim;
+    std::int64_t m = 0;
+    for (std::int64_t p = 0; p < run.pos0 + run.n; ++p) {
+      if (!ran(p)) continue;
+      be_.copy(k_gather_.data() + m * kvd, s.k + p * kvd, std::size_t(kvd));
+      be_.copy(v_gather_.data() + m * kvd, s.v + p * kvd, std::size_t(kvd));
+      ++m;
+    }
+    return kv_read<T>{k_gather_.data(), v_gather_.data(), m};
+  }
+
+  /// \brief Latest-available-depth fallback: tokens that ran `steps_done` steps expose their
+  /// last step's keys/values at every deeper step they skipped, so later tokens attend to
+  /// their deepest thought.
+  void on_exit(std::int64_t pos0, std::int64_t n, std::int64_t steps_done) {
+    const std::int64_t owned = Indexing::core_steps(this->lim_);
+    if (this->lim_.fallback != kv_fallback::latest || steps_done <= 0 || steps_done >= owned) return;
+    const std::int64_t kvd = this->lay_.kv_dim;
+    for (std::int64_t j = 0; j < this->lay_.core; ++j) {
+      const kv_slot<T> src = this->slot(layer_group::core, steps_done - 1, j);
+      for (std::int64_t t = steps_done; t < owned; ++t) {
+        const kv_slot<T> dst = this->slot(layer_group::core, t, j);
+        be_.copy(dst.k + pos0 * kvd, src.k + pos0 * kvd, std::size_t(n * kvd));
+        be_.copy(dst.v + pos0 * kvd, src.v + pos0 * kvd, std::size_t(n * kvd));
+      }
+    }
+  }
+
+ private:
+  Backend be_;
+  typename Backend::template buffer<T> k_gather_, v_gather_;
+};
+
+}  // namespace engine
+}  // namespace muninn

@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// \brief Activation memory for a stack of rows, allocated up front so that prefill and decode
+/// never allocate on the backend.
+
+#include <cstdint>
+#include <vector>
+
+#include "muninn/engine/layer.hpp"
+
+namespace muninn {
+
+/// \brief Activation memory for a stack of up to `rows()` token rows on a backend.
+///
+/// The named streams: `e` (embedded input, prelude output), `x` (recurrent state), `alt` (the
+/// state's double buffer), `e_part` (an injection's per-call part), `head` (readout copy).
+template <class Backend, class T>
+class workspace {
+ public:
+  using buffer = typename Backend::template buffer<T>;  ///< backend buffer type
+
+  /// \brief Allocates everything for `rows` stacked tokens.
+  workspace(const Backend& be, const layer_dims& d, std::int64_t vocab, std::int64_t rows) : rows_(rows) {
+    const auto R = std::size_t(rows);
+    for (buffer* b : {&e_, &x_, &alt_, &e_part_, &head_, &normed_, &proj_}) *b = be.template alloc<T>(R * d.h);
+    q_ = be.template alloc<T>(R * d.q_dim());
+    attn_ = be.template alloc<T>(R * d.q_dim());
+    mlp_in_ = be.template alloc<T>(R * 2 * d.inter);
+    mlp_act_ = be.template alloc<T>(R * d.inter);
+    k_tmp_ = be.template alloc<T>(R * d.kv_dim());
+    v_tmp_ = be.template alloc<T>(R * d.kv_dim());
+    logits_ = be.template alloc<T>(R * vocab);
+    ids_ = be.template alloc<std::int32_t>(R);
+    host_ids.resize(R);
+    host_rows.resize(R * d.h);
+  }
+  /// \brief Capacity in stacked rows.
+  std::int64_t rows() const { return rows_; }
+  /// \brief Scratch of one layer call.
+  layer_scratch<T> scratch() {
+    return layer_scratch<T>{normed_.data(), q_.data(),      attn_.data(),  proj_.data(),
+                            mlp_in_.data(), mlp_act_.data(), k_tmp_.data(), v_tmp_.data()};
+  }
+  T* e() { return e_.data(); }              ///< embedded input / prelude output [rows, h]
+  T* x() { return x_.data(); }              ///< recurrent state [rows, h]
+  T* alt() { return alt_.data(); }          ///< second state buffer [rows, h]
+  T* e_part() { return e_part_.data(); }    ///< injection's per-call part [rows, h]
+  T* head() { return head_.data(); }        ///< readout copy / compaction scratch [rows, h]
+  T* normed() { return normed_.data(); }    ///< normalised rows for a head [rows, h]
+  T* logits() { return logits_.data(); }    ///< head output [rows, V]
+  std::int32_t* ids() { return ids_.data(); }  ///< token ids on the backend [rows]
+
+  std::vector<std::int32_t> host_ids;  ///< staging of the ids
+  std::vector<float> host_rows;        ///< states downloaded for exit tests and trajectory hooks [rows, h]
+
+ private:
+  std::int64_t rows_;
+  buffer e_, x_, alt_, e_part_, head_, normed_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
+  typename Backend::template buffer<std::int32_t> ids_;
+};
+
+}  // namespace muninn

@@ -1,0 +1,329 @@
+#pragma once
+/// \file
+/// \brief `forward_pass`: one stacked call of a model — the verbs a RecurrencePolicy composes
+/// (embed, run a layer group, start the state, inject, end a step, emit), over active rows.
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "muninn/core/error.hpp"
+#include "muninn/engine/kv_cache.hpp"
+#include "muninn/engine/layer.hpp"
+#include "muninn/engine/workspace.hpp"
+#include "muninn/engine/rows.hpp"
+#include "muninn/engine/transfer.hpp"
+#include "muninn/model/halting.hpp"
+#include "muninn/model/options.hpp"
+#include "muninn/policies/head.hpp"
+#include "muninn/policies/injection.hpp"
+#include "muninn/policies/state_init.hpp"
+
+namespace muninn {
+
+/// \brief A run of tokens of one sequence fed in a stacked call.
+template <class Context, class Tracker>
+struct pass_piece {
+  Context* ctx = nullptr;            ///< the sequence's context
+  const std::int32_t* ids = nullptr; ///< its new tokens
+  std::int64_t n = 0;                ///< how many
+  std::int64_t offset = 0;           ///< index of ids[0] in the caller's list (given_state, latents, steps_used rows)
+  float* out = nullptr;              ///< host destination of the last `out_rows` logit rows
+  std::int64_t out_rows = 0;         ///< logit rows wanted (0: none)
+  std::int64_t pos0 = 0;             ///< position of ids[0] in the sequence
+  std::int64_t steps_done = 0;       ///< recurrence steps run so far
+  std::optional<Tracker> tracker;    ///< exit statistic of its last token
+};
+
+/// \brief One stacked call of `Model` over pieces of one or more sequences.
+///
+/// Row i of every stream buffer (`e`, `x`) belongs to `rows().seq(i)` — the index of its piece —
+/// at position `rows().pos(i)`. Pieces leave when their exit test passes; their rows are
+/// compacted away and their outputs written at once.
+template <class Model>
+class forward_pass {
+ public:
+  using backend_type = typename Model::backend_type;  ///< the backend
+  using value_type = typename Model::value_type;      ///< compute type
+  using arch_type = typename Model::arch_type;        ///< the policies
+  using halting_policy = typename arch_type::halting_policy;  ///< HaltingPolicy
+  using piece = pass_piece<typename Model::context_type, typename halting_policy::tracker>;  ///< a fed run
+
+  /// \brief Validates the call and lays the pieces out as active rows.
+  forward_pass(const Model& m, workspace<backend_type, value_type>& ws, std::vector<piece>& pieces,
+               const run_options& opt)
+      : m_(m), be_(m.backend()), ws_(ws), pieces_(pieces), opt_(opt), hopt_(m.resolve_halting(opt)) {
+    exits_ = halting_policy::exits(hopt_);
+    steps_ = arch_type::sharing_policy::recurrent ? m.resolve_steps(opt) : 0;
+    max_steps_ = exits_ && hopt_.max_steps >= 0 ? hopt_.max_steps : steps_;
+    MUNINN_CHECK(steps_ >= 0, "recurrence steps must be >= 0, got ", steps_);
+    MUNINN_CHECK(hopt_.check_every >= 1, "check_every must be >= 1, got ", hopt_.check_every);
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      piece& p = pieces_[i];
+      MUNINN_CHECK(!arch_type::sharing_policy::recurrent || max_steps_ <= p.ctx->limits_.max_steps, "requested ",
+                   max_steps_, " recurrence steps but the context was made for at most ", p.ctx->limits_.max_steps);
+      p.pos0 = p.ctx->length_;
+      rows_.append(std::int32_t(i), p.pos0, p.n);
+    }
+    MUNINN_CHECK(rows_.size() <= ws.rows(), "a call of ", rows_.size(), " tokens exceeds the workspace of ", ws.rows(),
+                 " rows");
+    x_ = ws.x();
+    alt_ = ws.alt();
+  }
+
+  /// \brief Runs the Arch's schedule, then records the new tokens in their contexts.
+  void run() {
+    arch_type::recurrence_policy::run(*this);
+    commit();
+  }
+
+  /// \brief Embedded input / prelude output [rows, h].
+  value_type* e() { return ws_.e(); }
+  /// \brief Recurrent state [rows, h].
+  value_type* x() { return x_; }
+  /// \brief The active rows.
+  const engine::active_rows& rows() const { return rows_; }
+  /// \brief Deepest step this call may run.
+  std::int64_t max_steps() const { return max_steps_; }
+  /// \brief True while some piece is still running.
+  bool any_active() const { return !rows_.empty(); }
+
+  /// \brief e = embedding(ids) · InputPolicy::scale(h).
+  void embed() {
+    std::int64_t r = 0;
+    for (const auto& run : rows_.runs()) {
+      const piece& p = pieces_[std::size_t(run.seq)];
+      std::copy(p.ids, p.ids + p.n, ws_.host_ids.begin() + r);
+      r += p.n;
+    }
+    be_.upload(ws_.ids(), ws_.host_ids.data(), std::size_t(r));
+    const std::int64_t h = m_.dims().h;
+    embedding(be_, m_.weights().wte.data(), m_.config().vocab_size, h, ws_.ids(), r,
+              arch_type::input_policy::scale(h), ws_.e());
+  }
+
+  /// \brief Runs every layer of `group` in place on buf (recurrence `step` for the core), each
+  /// run reading and writing its own sequence's cache.
+  void run_layers(layer_group group, value_type* buf, std::int64_t step = 0) {
+    const auto& layers = m_.layers(group);
+    for (std::size_t j = 0; j < layers.size(); ++j) {
+      kv_views<value_type> kv;
+      for (const auto& run : rows_.runs()) kv.write.push_back(ctx_of(run).kv_.slot(group, step, std::int64_t(j)));
+      kv.read = [&, j](std::size_t, const engine::row_run& run) {
+        auto& c = ctx_of(run);
+        return c.kv_.read(group, step, std::int64_t(j), run, c.steps_used_);
+      };
+      engine::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
+          be_, layers[j], m_.dims(), buf, rows_, kv, m_.weights().rope.data(), ws_.scratch());
+    }
+  }
+
+  /// \brief The state before the first step: a warm start from the sequence's last state for a
+  /// piece's first token when asked, else the call's (or the Arch's) StateInit policy.
+  void start_state() {
+    for (const auto& run : rows_.runs()) start_piece(run);
+    if (!exits_) return;
+    const std::int64_t h = m_.dims().h;
+    if (halting_policy::needs_state(hopt_)) engine::download_floats(be_, x_, rows_.size() * h, ws_.host_rows.data());
+    for (const auto& run : rows_.runs())
+      pieces_[std::size_t(run.seq)].tracker.emplace(halting_policy::start(
+          hopt_, ws_.host_rows.data() + (run.row0 + run.n - 1) * h, h, m_.config().vocab_size));
+  }
+
+  /// \brief Once per call: the InjectionPolicy's precomputation.
+  void prepare_injection() { arch_type::injection_policy::prepare(injection()); }
+  /// \brief Every step: the InjectionPolicy mixes e into the state.
+  void inject() { arch_type::injection_policy::apply(injection(), x_, alt_); }
+
+  /// \brief After step s: trajectory hooks, then (on checked steps) the exit test; pieces that
+  /// exit emit their logits and leave the stack.
+  void end_step(std::int64_t s) {
+    for (const auto& run : rows_.runs()) pieces_[std::size_t(run.seq)].steps_done = s + 1;
+    const bool check = exits_ && s + 1 < max_steps_ && s >= hopt_.min_steps &&
+                       (s - hopt_.min_steps) % hopt_.check_every == 0;
+    const std::int64_t h = m_.dims().h;
+    if (opt_.on_step || (check && halting_policy::needs_state(hopt_))) {
+      engine::download_floats(be_, x_, rows_.size() * h, ws_.host_rows.data());
+      if (opt_.on_step)
+        for (std::int64_t i = 0; i < rows_.size(); ++i) opt_.on_step(rows_.pos(i), s, ws_.host_rows.data() + i * h);
+    }
+    if (check) exit_converged();
+  }
+
+  /// \brief Every piece still running emits its logits from `src` and finishes.
+  void emit_rest(const value_type* src) {
+    if (rows_.empty()) return;
+    emit(src, [](const piece& p) { return p.out_rows; }, [](const piece& p) { return p.out; });
+    for (const auto& run : rows_.runs()) finish(run, src);
+  }
+
+  /// \brief y = RMSNorm(y) with the final norm (ln_f), on the active rows.
+  void final_norm(value_type* y) {
+    rmsnorm(be_, y, m_.weights().ln_f.data(), y, rows_.size(), m_.dims().h, m_.dims().eps);
+  }
+
+ private:
+  typename Model::context_type& ctx_of(const engine::row_run& run) { return *pieces_[std::size_t(run.seq)].ctx; }
+
+  injection_args<backend_type, value_type> injection() {
+    const auto& a = m_.weights().adapter;
+    return {be_, rows_.size(), m_.dims().h, ws_.e(), a.size() ? a.data() : nullptr, ws_.e_part()};
+  }
+
+  void start_piece(const engine::row_run& run) {
+    piece& p = pieces_[std::size_t(run.seq)];
+    auto& ctx = *p.ctx;
+    const std::int64_t h = m_.dims().h;
+    value_type* x = x_ + run.row0 * h;
+    std::int64_t first = 0;
+    if (opt_.warm != warm_start::none && ctx.has_last_state_) {
+      // Continuous CoT: the new token continues the previous token's thought.
+      if (opt_.warm == warm_start::raw)
+        be_.copy(x, ctx.last_state_.data(), std::size_t(h));
+      else
+        rmsnorm(be_, ctx.last_state_.data(), m_.weights().ln_f.data(), x, 1, h, m_.dims().eps);
+      first = 1;
+    }
+    if (first == run.n) return;
+    const float* given = opt_.given_state ? opt_.given_state + (p.offset + first) * h : nullptr;
+    const state_init_args<backend_type, value_type> args{be_, x + first * h, run.n - first, h,
+                                                         run.pos0 + first, opt_.seed, given, m_.config()};
+    std::visit(
+        [&](auto choice) {
+          using C = decltype(choice);
+          if constexpr (std::is_same_v<C, state_init::arch_default>)
+            arch_type::state_init_policy::fill(args);
+          else
+            C::fill(args);
+        },
+        opt_.init);
+  }
+
+  // Runs the exit test on each piece's last token; converged pieces emit, finish and leave.
+  void exit_converged() {
+    const std::int64_t h = m_.dims().h, V = m_.config().vocab_size;
+    const bool logit_test = halting_policy::needs_logits(hopt_);
+    const auto& runs = rows_.runs();
+    if (logit_test) {
+      host_logits_.resize(runs.size() * std::size_t(V));
+      std::size_t k = 0;
+      emit(x_, [](const piece&) { return std::int64_t(1); },
+           [&](const piece&) { return host_logits_.data() + (k++) * std::size_t(V); });
+    }
+    std::vector<std::uint8_t> done(runs.size(), 0);
+    bool any = false;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      piece& p = pieces_[std::size_t(runs[k].seq)];
+      const float* xs = ws_.host_rows.data() + (runs[k].row0 + runs[k].n - 1) * h;
+      const float* lg = logit_test ? host_logits_.data() + k * std::size_t(V) : nullptr;
+      done[k] = halting_policy::update(*p.tracker, xs, lg, h) ? 1 : 0;
+      any = any || done[k];
+    }
+    if (any) leave(done, logit_test);
+  }
+
+  // Pieces flagged in `done` (per run) write their outputs, finish, and their rows are compacted away.
+  void leave(const std::vector<std::uint8_t>& done, bool logits_ready) {
+    const auto runs = rows_.runs();
+    const std::int64_t V = m_.config().vocab_size, h = m_.dims().h;
+    const auto is_done = [&](const piece& p) {
+      for (std::size_t k = 0; k < runs.size(); ++k)
+        if (done[k] && &pieces_[std::size_t(runs[k].seq)] == &p) return true;
+      return false;
+    };
+    if (logits_ready) {
+      for (std::size_t k = 0; k < runs.size(); ++k) {
+        const piece& p = pieces_[std::size_t(runs[k].seq)];
+        if (done[k] && p.out_rows > 0)
+          std::copy(host_logits_.begin() + std::ptrdiff_t(k) * V, host_logits_.begin() + std::ptrdiff_t(k + 1) * V,
+                    p.out);
+      }
+    } else {
+      // Exits decided on the state alone: the head runs now for the exiting pieces. (The coda
+      // also runs for the others; their coda slots are rewritten when they exit.)
+      emit(x_, [&](const piece& p) { return is_done(p) ? p.out_rows : std::int64_t(0); },
+           [](const piece& p) { return p.out; });
+    }
+    std::vector<std::uint8_t> keep(std::size_t(rows_.size()), 1);
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      if (!done[k]) continue;
+      finish(runs[k], x_);
+      std::fill(keep.begin() + runs[k].row0, keep.begin() + runs[k].row0 + runs[k].n, std::uint8_t(0));
+    }
+    for (value_type* b : {x_, ws_.e(), ws_.e_part()}) engine::compact_rows(be_, b, h, keep, ws_.head());
+    rows_ = rows_.kept(keep);
+  }
+
+  // Readout → head on every active row of src (left intact); logits of each piece's last
+  // rows_of(piece) rows go to dst_of(piece) (host float, [rows, V]).
+  template <class RowsOf, class DstOf>
+  void emit(const value_type* src, RowsOf&& rows_of, DstOf&& dst_of) {
+    const std::int64_t h = m_.dims().h, V = m_.config().vocab_size;
+    value_type* y = ws_.head();
+    be_.copy(y, src, std::size_t(rows_.size() * h));
+    arch_type::recurrence_policy::readout(*this, y);
+    value_type* g = ws_.normed();
+    std::int64_t m = 0;
+    for (const auto& run : rows_.runs()) {
+      const std::int64_t r = rows_of(pieces_[std::size_t(run.seq)]);
+      if (r <= 0) continue;
+      be_.copy(g + m * h, y + (run.row0 + run.n - r) * h, std::size_t(r * h));
+      m += r;
+    }
+    if (m == 0) return;
+    const head_args<backend_type, value_type> a{be_, g, m, h, V, m_.weights().ln_f.data(), m_.dims().eps,
+                                                m_.output_weight(), ws_.logits()};
+    arch_type::head_policy::logits(a);
+    std::int64_t off = 0;
+    for (const auto& run : rows_.runs()) {
+      piece& p = pieces_[std::size_t(run.seq)];
+      const std::int64_t r = rows_of(p);
+      if (r <= 0) continue;
+      engine::download_floats(be_, ws_.logits() + off * V, r * V, dst_of(p));
+      off += r;
+    }
+  }
+
+  // A piece is done: record its final state; let its cache fill deeper slots it never wrote.
+  void finish(const engine::row_run& run, const value_type* src) {
+    piece& p = pieces_[std::size_t(run.seq)];
+    const std::int64_t h = m_.dims().h;
+    const value_type* xs = src + run.row0 * h;
+    if (opt_.latents) engine::download_floats(be_, xs, run.n * h, opt_.latents->data() + p.offset * h);
+    be_.copy(p.ctx->last_state_.data(), xs + (run.n - 1) * h, std::size_t(h));
+    p.ctx->has_last_state_ = true;
+    p.ctx->kv_.on_exit(p.pos0, p.n, p.steps_done);
+  }
+
+  // The call's tokens join their contexts.
+  void commit() {
+    for (piece& p : pieces_) {
+      auto& ctx = *p.ctx;
+      ctx.length_ += p.n;
+      ctx.tokens_.insert(ctx.tokens_.end(), p.ids, p.ids + p.n);
+      ctx.steps_used_.insert(ctx.steps_used_.end(), std::size_t(p.n), std::int32_t(p.steps_done));
+      if (opt_.steps_used)
+        std::fill(opt_.steps_used->begin() + p.offset, opt_.steps_used->begin() + p.offset + p.n,
+                  std::int32_t(p.steps_done));
+    }
+  }
+
+  const Model& m_;
+  const backend_type& be_;
+  workspace<backend_type, value_type>& ws_;
+  std::vector<piece>& pieces_;
+  const run_options& opt_;
+  halting_options hopt_;
+  bool exits_ = false;
+  std::int64_t steps_ = 0, max_steps_ = 0;
+  engine::active_rows rows_;
+  value_type* x_ = nullptr;
+  value_type* alt_ = nullptr;
+  std::vector<float> host_logits_;  // exit tests: [active pieces, V]
+};
+
+}  // namespace muninn
