@@ -1,0 +1,101 @@
+// Llama golden tests: tiny random LlamaForCausalLM checkpoints saved by the real transformers
+// library (tests/data/llama, made by tools/reference/make_llama_fixtures.py), run through
+// model<host_backend, float, llama_arch>. Tolerance: fp32 max |Δlogit| ≤ 1e-4; greedy ids exact.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "muninn/families/llama/arch.hpp"
+#include "muninn/muninn.hpp"
+#include "test_util.hpp"
+
+using namespace muninn;
+
+namespace {
+
+using muninn_test::ids_of;
+using muninn_test::max_abs_diff;
+using llama_model = model<host_backend, float, llama_arch>;
+
+constexpr double kLogitTol = 1e-4;
+const std::string llama_dir = std::string(MUNINN_TEST_DATA) + "/llama/";
+
+struct fixture {
+  std::string name;
+  llama_model m;
+  io::json want;
+};
+
+fixture open(const std::string& name) {
+  return fixture{name, llama_model::load(llama_dir + name), io::read_json_file(llama_dir + name + "/expected.json")};
+}
+
+class LlamaGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaGolden, PromptLogitsMatchTransformers) {
+  const fixture f = open(GetParam());
+  const auto ids = ids_of(f.want.at("prompt_ids"));
+  const auto arr = io::read_npy_f32(llama_dir + f.name + "/logits.npy");
+  ASSERT_EQ(arr.shape, (std::vector<std::int64_t>{std::int64_t(ids.size()), f.m.config().vocab_size}));
+  EXPECT_LE(max_abs_diff(f.m.forward(ids), arr.data), kLogitTol);
+}
+
+TEST_P(LlamaGolden, LongPromptLastLogitsMatchTransformers) {
+  const fixture f = open(GetParam());
+  const auto ids = ids_of(f.want.at("long").at("prompt_ids"));
+  std::vector<float> want;
+  for (const auto& v : f.want.at("long").at("last_logits").as_array()) want.push_back(float(v.as_double()));
+  auto ctx = f.m.make_context(std::int64_t(ids.size()));
+  EXPECT_LE(max_abs_diff(f.m.forward(ctx, ids, {}, logits_for::last), want), kLogitTol);
+}
+
+TEST_P(LlamaGolden, GreedyGenerationMatchesTransformers) {
+  const fixture f = open(GetParam());
+  generate_options g;
+  g.max_new_tokens = f.want.at("greedy").at("max_new_tokens").as_int();
+  EXPECT_EQ(generate_greedy(f.m, ids_of(f.want.at("prompt_ids")), g), ids_of(f.want.at("greedy").at("ids")));
+}
+
+TEST_P(LlamaGolden, ChunkedPrefillEqualsOnePass) {
+  const fixture f = open(GetParam());
+  const auto ids = ids_of(f.want.at("long").at("prompt_ids"));
+  const auto full = f.m.forward(ids);
+  context_limits lim;
+  lim.max_tokens = std::int64_t(ids.size());
+  lim.max_chunk = 7;  // forces several chunks, each attending to the cache
+  auto ctx = f.m.make_context(lim);
+  EXPECT_LE(max_abs_diff(f.m.forward(ctx, ids), full), kLogitTol);  // GEMM shapes differ: fp32 summation order
+}
+
+TEST_P(LlamaGolden, BatchRowsEqualSingleRuns) {
+  const fixture f = open(GetParam());
+  const auto a = ids_of(f.want.at("prompt_ids"));
+  const auto b = ids_of(f.want.at("long").at("prompt_ids"));
+  auto ca = f.m.make_context(64), cb = f.m.make_context(64);
+  auto ws = f.m.make_workspace(std::int64_t(a.size() + b.size()));
+  const auto rows = f.m.forward_batch(ws, {&ca, &cb}, {a, b}, {}, logits_for::all);
+  EXPECT_LE(max_abs_diff(rows[0], f.m.forward(a)), kLogitTol);
+  EXPECT_LE(max_abs_diff(rows[1], f.m.forward(b)), kLogitTol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, LlamaGolden,
+                         ::testing::Values("tiny_tied_mha", "tiny_untied_gqa", "tiny_linear_bias", "tiny_bf16_sharded",
+                                           "tiny_bf16_sharded_v4", "tiny_text"));
+
+TEST(Llama, ParameterCountMatchesTransformers) {
+  for (const char* name : {"tiny_tied_mha", "tiny_untied_gqa", "tiny_linear_bias"}) {
+    const fixture f = open(name);
+    EXPECT_EQ(f.m.parameter_count(), f.want.at("n_params").as_int()) << name;
+  }
+}
+
+TEST(Llama, KvCacheIsOneSlotPerLayer) {
+  const fixture f = open("tiny_untied_gqa");
+  auto ctx = f.m.make_context(16);
+  EXPECT_EQ(ctx.num_slots(), 2);
+  // 2 layers × (K + V) × 2 KV heads × head_dim 16 × 4 bytes
+  EXPECT_EQ(ctx.kv_bytes_per_token(), std::size_t(2 * 2 * 2 * 16 * 4));
+}
+
+}  // namespace
