@@ -266,9 +266,9 @@ int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>
 
 /// \brief Throws "no CUDA device: <reason>" unless a CUDA device can be used.
 void cuda_require_device();
-/// \brief forward_with on model<cuda_backend, float|bf16, huginn_adaptive_arch> loaded from `dir`.
+/// \brief forward_with on the CUDA model (float|bf16) that `dir`'s config.json calls for.
 int cuda_forward(const std::string& dir, bool use_bf16, const args& a, const std::vector<std::int32_t>& ids);
-/// \brief generate_with on model<cuda_backend, float|bf16, huginn_adaptive_arch> loaded from `dir`.
+/// \brief generate_with on the CUDA model (float|bf16) that `dir`'s config.json calls for.
 int cuda_generate(const std::string& dir, bool use_bf16, const args& a, const std::vector<std::int32_t>& ids,
                   const io::tokenizer* tok, std::int64_t max_new);
 #endif

@@ -1,8 +1,8 @@
 // `--device cuda` of the muninn CLI: forward and generate on model<cuda_backend, float|bf16>.
 //
 // The CLI's only nvcc translation unit. main.cpp stays a g++ unit, so the host model keeps
-// OpenMP, -march=native and the GCC loop pragmas of the host ops; only the two CUDA models the
-// CLI offers are instantiated here (each instantiation is a large share of the compile time).
+// OpenMP, -march=native and the GCC loop pragmas of the host ops; only the CUDA models the CLI
+// offers are instantiated here (each instantiation is a large share of the compile time).
 
 #include <iostream>
 #include <string>
@@ -10,22 +10,30 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "families.hpp"
 #include "muninn/cuda.cuh"
 
 namespace muninn::cli {
 namespace {
 
-/// The CLI compiles early exit in, as on the host; without --exit it runs like huginn_arch.
-template <class T>
-using cuda_cli_model = model<cuda_backend, T, huginn_adaptive_arch>;
-
-template <class T>
-cuda_cli_model<T> load_on(const cuda_backend& be, const std::string& dir) {
-  auto m = cuda_cli_model<T>::load(dir, be);
+/// Prints which device and how much weight memory a loaded model uses.
+template <class Model>
+const Model& announce(const cuda_backend& be, const Model& m) {
   std::cerr << "muninn: " << be.device_name() << " (cuda:" << be.device() << "), "
-            << (std::is_same_v<T, float> ? "fp32" : "bf16") << ", " << human_bytes(double(m.weight_bytes()))
-            << " of weights\n";
+            << (std::is_same_v<typename Model::value_type, float> ? "fp32" : "bf16") << ", "
+            << human_bytes(double(m.weight_bytes())) << " of weights\n";
   return m;
+}
+
+/// Runs `f` on the CUDA model for `dir`. Two combinations are compiled for the GPU (each CUDA
+/// instantiation is a large share of the build): Huginn-0125's and Llama's.
+template <class T, class F>
+int with_cuda_model(const cuda_backend& be, const std::string& dir, F&& f) {
+  const model_kind kind = detect_model(dir);
+  if (kind == model_kind::llama) return f(announce(be, model<cuda_backend, T, llama_arch>::load(dir, be)));
+  MUNINN_CHECK(kind == model_kind::huginn, "--device cuda runs huginn_raven checkpoints with sandwich blocks and the "
+               "concat adapter, and llama checkpoints; run this one with --device cpu");
+  return f(announce(be, model<cuda_backend, T, huginn_cli_arch>::load(dir, be)));
 }
 
 cuda_backend open_device() {
@@ -47,15 +55,15 @@ void cuda_require_device() {
 
 int cuda_forward(const std::string& dir, bool use_bf16, const args& a, const std::vector<std::int32_t>& ids) {
   const cuda_backend be = open_device();
-  if (use_bf16) return forward_with(load_on<bf16>(be, dir), a, ids);
-  return forward_with(load_on<float>(be, dir), a, ids);
+  const auto run = [&](const auto& m) { return forward_with(m, a, ids); };
+  return use_bf16 ? with_cuda_model<bf16>(be, dir, run) : with_cuda_model<float>(be, dir, run);
 }
 
 int cuda_generate(const std::string& dir, bool use_bf16, const args& a, const std::vector<std::int32_t>& ids,
                   const io::tokenizer* tok, std::int64_t max_new) {
   const cuda_backend be = open_device();
-  if (use_bf16) return generate_with(load_on<bf16>(be, dir), a, ids, tok, max_new);
-  return generate_with(load_on<float>(be, dir), a, ids, tok, max_new);
+  const auto run = [&](const auto& m) { return generate_with(m, a, ids, tok, max_new); };
+  return use_bf16 ? with_cuda_model<bf16>(be, dir, run) : with_cuda_model<float>(be, dir, run);
 }
 
 }  // namespace muninn::cli

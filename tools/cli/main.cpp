@@ -15,6 +15,7 @@
 #include "cli_args.hpp"
 #include "commands.hpp"
 #include "demo.hpp"
+#include "families.hpp"
 #include "specs.hpp"
 #include "muninn/io/tokenizer.hpp"
 #include "muninn/muninn.hpp"
@@ -22,8 +23,8 @@
 namespace {
 
 using namespace muninn;
-/// The CLI compiles early exit in; without --exit it runs exactly like huginn_arch.
-using cli_model = model<host_backend, float, huginn_adaptive_arch>;
+/// The demo's model: Huginn with early exit compiled in.
+using cli_model = model<host_backend, float, cli::huginn_cli_arch>;
 
 int print_help(const cli::command_spec& spec) {
   cli::print_command_help(spec, std::cout);
@@ -36,48 +37,72 @@ std::string require_model_dir(const cli::args& a) {
   return dir;
 }
 
+// The tensors a checkpoint of `kind` holds for `cfg` (validated on open).
+std::vector<io::tensor_spec> tensor_specs_of(cli::model_kind kind, const model_config& cfg) {
+  return kind == cli::model_kind::llama ? io::llama_tensor_specs(cfg) : io::huginn_tensor_specs(cfg);
+}
+
+// Unique parameters from the name map: RoPE buffers and a duplicate lm_head of a tied model excluded.
+std::int64_t count_parameters(const io::checkpoint& ck, const std::vector<io::tensor_spec>& specs,
+                              const model_config& cfg) {
+  std::int64_t params = 0;
+  for (const auto& spec : specs) {
+    const bool rope = spec.name == "freqs_cis" || spec.name.find("inv_freq") != std::string::npos;
+    if (rope || (cfg.tie_embeddings && spec.name == "lm_head.weight") || !ck.has(spec.name)) continue;
+    std::int64_t n = 1;
+    for (auto d : spec.shape) n *= d;
+    params += n;
+  }
+  return params;
+}
+
+// What `muninn info` says of the structure: family, block, injection, RoPE, head.
+void print_structure(std::ostream& os, cli::model_kind kind, const model_config& cfg) {
+  const bool llama = kind == cli::model_kind::llama;
+  os << "family:           " << cli::family_name(kind) << " (model_type " << cfg.model_type << ")\n"
+     << "block:            " << cfg.block_type << "\n"
+     << "injection:        " << (llama ? "none (no recurrence)" : cfg.injection_type) << "\n"
+     << "rope:             " << (llama ? "rotate-half" : "interleaved") << ", theta " << cfg.rope_base;
+  if (cfg.rope_type != "default") os << ", " << cfg.rope_type << " scaling x" << cfg.rope_factor;
+  os << "\n"
+     << "head:             " << (cfg.tie_embeddings ? "tied to the embedding" : "untied lm_head") << "\n";
+}
+
 int cmd_info(int argc, char** argv) {
   const cli::command_spec spec = cli::info_spec();
   const cli::args a(argc, argv, 2, spec);
   if (a.help()) return print_help(spec);
   const std::string dir = require_model_dir(a);
-  const model_config cfg = io::read_model_config(dir);
-  const io::checkpoint ck = io::checkpoint::open(dir);
-  io::validate_huginn_checkpoint(ck, cfg);
+  const cli::model_kind kind = cli::detect_model(dir);
+  const bool llama = kind == cli::model_kind::llama;
+  const model_config cfg = llama ? family::llama::read_config(dir) : family::huginn::read_config(dir);
+  const io::checkpoint ck = llama ? family::llama::open_checkpoint(dir, cfg) : family::huginn::open_checkpoint(dir, cfg);
   std::set<std::string> dtypes;
   double file_bytes = 0;
   for (const auto& name : ck.names()) {
-    const auto& t = ck.get(name);
-    dtypes.insert(dtype_name(t.type));
-    file_bytes += double(t.nbytes);
+    dtypes.insert(dtype_name(ck.get(name).type));
+    file_bytes += double(ck.get(name).nbytes);
   }
-  // Count unique parameters from the name map (the duplicate lm_head of tied models excluded).
-  std::int64_t params = 0;
-  for (const auto& spec : io::huginn_tensor_specs(cfg)) {
-    if (spec.name == "freqs_cis" || (cfg.tie_embeddings && spec.name == "lm_head.weight")) continue;
-    if (!ck.has(spec.name)) continue;
-    std::int64_t n = 1;
-    for (auto d : spec.shape) n *= d;
-    params += n;
-  }
+  const std::int64_t params = count_parameters(ck, tensor_specs_of(kind, cfg), cfg);
   const std::int64_t r = cfg.mean_recurrence;
   const std::int64_t slots = cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * r + cfg.n_layers_in_coda;
   const std::int64_t kv_dim = (cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads) * cfg.head_dim;
   std::string dt;
   for (const auto& d : dtypes) dt += (dt.empty() ? "" : ",") + d;
-  std::cout << "model:            " << dir << "\n"
-            << "model_type:       " << cfg.model_type << "\n"
-            << "hidden (n_embd):  " << cfg.n_embd << "\n"
+  std::cout << "model:            " << dir << "\n";
+  print_structure(std::cout, kind, cfg);
+  std::cout << "hidden:           " << cfg.n_embd << "\n"
             << "heads:            " << cfg.n_heads << " (kv " << (cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads)
             << ", head_dim " << cfg.head_dim << ")\n"
             << "mlp:              " << cfg.intermediate_size << "\n"
-            << "vocab:            " << cfg.vocab_size << "\n"
-            << "layers:           prelude " << cfg.n_layers_in_prelude << ", core " << cfg.n_layers_in_recurrent_block
-            << ", coda " << cfg.n_layers_in_coda << "\n"
-            << "mean_recurrence:  " << r << "\n"
-            << "block_size:       " << cfg.block_size << "\n"
-            << "injection:        " << cfg.injection_type << "\n"
-            << "rope_base:        " << cfg.rope_base << "\n"
+            << "vocab:            " << cfg.vocab_size << "\n";
+  if (llama)
+    std::cout << "layers:           " << cfg.n_layers_in_prelude << "\n";
+  else
+    std::cout << "layers:           prelude " << cfg.n_layers_in_prelude << ", core " << cfg.n_layers_in_recurrent_block
+              << ", coda " << cfg.n_layers_in_coda << "\n"
+              << "mean_recurrence:  " << r << "\n";
+  std::cout << "max positions:    " << cfg.block_size << "\n"
             << "parameters:       " << params << " unique (" << (ck.has("lm_head.weight") && cfg.tie_embeddings
                                                                  ? "checkpoint also stores a duplicate lm_head"
                                                                  : "as stored")
@@ -86,8 +111,8 @@ int cmd_info(int argc, char** argv) {
             << "file size:        " << cli::human_bytes(file_bytes) << "\n"
             << "memory fp32:      " << cli::human_bytes(double(params) * 4) << " (host backend)\n"
             << "memory bf16:      " << cli::human_bytes(double(params) * 2) << "\n"
-            << "kv cache fp32:    " << cli::human_bytes(double(slots * 2 * kv_dim * 4)) << " per token at r=" << r << " ("
-            << slots << " slots)\n";
+            << "kv cache fp32:    " << cli::human_bytes(double(slots * 2 * kv_dim * 4)) << " per token"
+            << (llama ? "" : " at r=" + std::to_string(r)) << " (" << slots << " slots)\n";
   return 0;
 }
 
@@ -105,8 +130,8 @@ int cmd_forward(int argc, char** argv) {
   if (dev.cuda) return cli::cuda_forward(dir, dev.bf16, a, ids);
 #endif
   (void)dev;
-  const cli_model m = cli_model::load(dir);
-  return cli::forward_with(m, a, ids);
+  return cli::with_model<host_backend, float>(dir, host_backend{},
+                                              [&](const auto& m) { return cli::forward_with(m, a, ids); });
 }
 
 std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir, std::optional<io::tokenizer>& tok) {
@@ -115,7 +140,10 @@ std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir,
   const std::string path = dir + "/tokenizer.json";
   MUNINN_CHECK(std::filesystem::exists(path), "--prompt needs a tokenizer: ", path, " does not exist");
   tok.emplace(io::tokenizer::from_file(path));
-  auto ids = tok->encode(a.get("--prompt"), false);
+  // Llama tokenizers put BOS in front through their post-processor, as transformers does by
+  // default; Huginn's post-processor appends an end-of-text token, which a prompt must not get.
+  const bool add_special = cli::detect_model(dir) == cli::model_kind::llama;
+  auto ids = tok->encode(a.get("--prompt"), add_special);
   MUNINN_CHECK(!ids.empty(), "--prompt encodes to no tokens");
   return ids;
 }
@@ -138,8 +166,8 @@ int cmd_generate(int argc, char** argv) {
   if (dev.cuda) return cli::cuda_generate(dir, dev.bf16, a, ids, tp, max_new);
 #endif
   (void)dev;
-  const cli_model m = cli_model::load(dir);
-  return cli::generate_with(m, a, ids, tp, max_new);
+  return cli::with_model<host_backend, float>(
+      dir, host_backend{}, [&](const auto& m) { return cli::generate_with(m, a, ids, tp, max_new); });
 }
 
 /// Library messages name option fields (`draft_steps`, `generate_options::lookahead`); a CLI
