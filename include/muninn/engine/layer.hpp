@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "muninn/engine/rows.hpp"
@@ -68,6 +69,14 @@ struct kv_views {
 };
 
 namespace engine {
+namespace detail {
+// The attention op under another name: inside layer_pass, the member `attention` hides it, and a
+// qualified call would skip argument-dependent lookup (and so the CUDA overload, declared later).
+template <class Backend, class... Args>
+void attention_op(const Backend& be, Args&&... args) {
+  attention(be, std::forward<Args>(args)...);
+}
+}  // namespace detail
 
 /// \brief The sublayer verbs of one layer applied to the stack x[rows, h].
 ///
@@ -99,7 +108,7 @@ class layer_pass {
       Rope::apply(be_, q, g.n, qd, d_.n_heads, d_.head_dim, qb, rope_, g.pos0);
       Rope::apply(be_, k, g.n, kvd, d_.n_kv_heads, d_.head_dim, qb ? qb + qd : nullptr, rope_, g.pos0);
       const kv_read<T> r = kv_.read ? kv_.read(i, g) : kv_read<T>{kv_.write[i].k, kv_.write[i].v, g.pos0 + g.n};
-      muninn::attention(be_, q, qd, r.k, r.v, kvd, s_.attn + g.row0 * qd, qd, g.n, r.nkv, d_.n_heads, d_.n_kv_heads,
+      detail::attention_op(be_, q, qd, r.k, r.v, kvd, s_.attn + g.row0 * qd, qd, g.n, r.nkv, d_.n_heads, d_.n_kv_heads,
                         d_.head_dim, scale);
     }
     linear(s_.attn, qd, w_.attn_proj, w_.o_bias, d_.h, s_.proj);

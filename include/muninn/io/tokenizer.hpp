@@ -778,7 +778,7 @@ class tokenizer {
     return pieces;
   }
 
-  /// \brief Renders a conversation with the Huginn chat template (reference/huginn.md §1).
+  /// \brief Renders a conversation with the Huginn chat template (as in the checkpoint's tokenizer_config.json).
   ///
   /// `<|begin_text|>` before the first message only; each message is
   /// `<|begin_header|>{role}<|end_header|>\n\n{content, trimmed}<|end_turn|>`, where "assistant" and "Huginn"

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief Exit criteria for adaptive recurrence (reference/huginn.md §5): per-token statistics that
+/// \brief Exit criteria for adaptive recurrence (the criteria of the reference's `generate_with_adaptive_compute`): per-token statistics that
 /// decide when a token's state has converged.
 
 #include <algorithm>

@@ -36,7 +36,7 @@ typename Backend::template buffer<T> random_tensor(const Backend& be, std::size_
 
 }  // namespace detail
 
-/// \brief Weights drawn as Huginn's training code initialises them (reference/huginn.md §7.2):
+/// \brief Weights drawn as Huginn's training code initialises them ("takase" init of Huginn's training code):
 /// truncated normal at ±3σ with σ = √(2/(5h)), output projections σ/√(2·depth), norms 1, qk_bias 0.
 ///
 /// \tparam Block the BlockPolicy, which fixes the number of norms per layer.

@@ -90,7 +90,7 @@ generate_result generate(const Model& m, typename Model::context_type& ctx, cons
       if (emit(next, used.back())) return res;
       continue;
     }
-    // Self-speculative step (reference/huginn.md §6.2): draft with few recurrences, verify all
+    // Self-speculative step (as the reference's `generate_speculative`): draft with few recurrences, verify all
     // drafts in one pass with many, keep the longest agreeing prefix plus the verifier's token.
     const std::int64_t L = ctx.length();
     const std::int64_t room = std::min(ctx.limits().max_tokens - L, opt.max_new_tokens - std::int64_t(res.tokens.size()));

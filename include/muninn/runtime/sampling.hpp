@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief Host-side next-token sampling in the order of Huginn's `_sample_next_token` (reference/huginn.md §6.4).
+/// \brief Host-side next-token sampling in the order of Huginn's `_sample_next_token`.
 
 #include <algorithm>
 #include <cmath>
