@@ -153,5 +153,36 @@ class executed_layer_cache : public slot_cache<Backend, T, Indexing> {
   typename Backend::template buffer<T> k_gather_, v_gather_;
 };
 
+/// \brief No cache: each layer call attends only to the rows of its own call (a model that sees
+/// the whole input at once, like the tiny recursive reasoners). One scratch slot holds the
+/// current layer's keys and values; nothing survives a call, so there is nothing to decode from.
+template <class Backend, class T>
+class scratch_only_cache {
+ public:
+  /// \brief Allocates the scratch slot for `lim.max_tokens` rows.
+  scratch_only_cache(const Backend& be, const kv_layout& lay, const context_limits& lim)
+      : kv_dim_(lay.kv_dim),
+        k_(be.template alloc_zeroed<T>(std::size_t(lim.max_tokens * lay.kv_dim))),
+        v_(be.template alloc_zeroed<T>(std::size_t(lim.max_tokens * lay.kv_dim))) {}
+  /// \brief The scratch slot, whatever the layer.
+  kv_slot<T> slot(layer_group, std::int64_t, std::int64_t) { return kv_slot<T>{k_.data(), v_.data()}; }
+  /// \brief A run attends to its own rows only.
+  kv_read<T> read(layer_group, std::int64_t, std::int64_t, const row_run& run, const std::vector<std::int32_t>&) {
+    return kv_read<T>{k_.data() + run.pos0 * kv_dim_, v_.data() + run.pos0 * kv_dim_, run.n};
+  }
+  /// \brief Nothing to do.
+  void on_exit(std::int64_t, std::int64_t, std::int64_t) {}
+  /// \brief No slot is kept per token.
+  std::int64_t num_slots() const { return 0; }
+  /// \brief Bytes of the scratch slot.
+  std::size_t bytes() const { return (k_.size() + v_.size()) * sizeof(T); }
+  /// \brief Nothing is kept per token.
+  std::size_t bytes_per_token() const { return 0; }
+
+ private:
+  std::int64_t kv_dim_;
+  typename Backend::template buffer<T> k_, v_;
+};
+
 }  // namespace engine
 }  // namespace muninn

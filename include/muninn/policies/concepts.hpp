@@ -59,6 +59,7 @@ template <class P> using state_fill = decltype(P::fill(arg<const state_init_args
 template <class P> using recurrent_member = decltype(bool(P::recurrent));
 template <class P> using routes_member = decltype(bool(P::routes));
 template <class P> using kv_storage = typename P::template storage<host_backend, float>;
+template <class P> using kv_num_slots = decltype(std::int64_t(P::num_slots(kv_layout{}, context_limits{})));
 template <class P> using early_exit_member = decltype(bool(P::early_exit));
 template <class P> using tracker_type = typename P::tracker;
 template <class P> using halting_resolve = decltype(halting_options(P::resolve(halting_options{})));
@@ -146,6 +147,8 @@ template <class P>
 constexpr bool check_kv_cache_policy() {
   MUNINN_REQUIRE_SLOT(P, "KvCache", "a KvCachePolicy", kv_cache);
   MUNINN_REQUIRE_MEMBER(P, "KvCache", "a KvCachePolicy", kv_storage, "template <class B, class T> using storage");
+  MUNINN_REQUIRE_MEMBER(P, "KvCache", "a KvCachePolicy", kv_num_slots,
+                        "static std::int64_t num_slots(const kv_layout&, const context_limits&)");
   return true;
 }
 /// \brief Checks HaltingPolicy: name, early_exit, tracker, resolve, exits, needs_logits, needs_state, start, update.

@@ -2,9 +2,10 @@
 /// \file
 /// \brief KvCachePolicy: where each executed layer keeps its keys and values (the "kv_cache" slot).
 ///
-/// Concept KvCachePolicy: `slot` = slot::kv_cache, `name`, and `template <class Backend, class T>
-/// using storage = …`, a class modelling KvStorage (see engine/kv_cache.hpp) that an
-/// `inference_context` owns.
+/// Concept KvCachePolicy: `slot` = slot::kv_cache, `name`, `template <class Backend, class T>
+/// using storage = …` (a class modelling KvStorage, see engine/kv_cache.hpp, that an
+/// `inference_context` owns) and `static std::int64_t num_slots(const kv_layout&, const
+/// context_limits&)` (slots per token, for sizing before a context exists).
 
 #include <algorithm>
 #include <cstdint>
@@ -62,6 +63,18 @@ struct per_layer {
                               std::int64_t layer) {
     return (group == layer_group::prelude ? 0 : group == layer_group::core ? l.prelude : l.prelude + l.core) + layer;
   }
+};
+
+/// \brief No cache at all: every call sees only its own rows (models that take their whole input at
+/// once; a context of this kind cannot decode token by token).
+struct none {
+  using slot = muninn::slot::kv_cache;          ///< fills the KvCache slot
+  static constexpr const char* name = "none";   ///< spelling used in messages
+  /// \brief The cache object of one sequence: a scratch slot.
+  template <class Backend, class T>
+  using storage = engine::scratch_only_cache<Backend, T>;
+  /// \brief No slot is kept per token.
+  static std::int64_t num_slots(const kv_layout&, const context_limits&) { return 0; }
 };
 
 }  // namespace kv_cache

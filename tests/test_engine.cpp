@@ -1,0 +1,107 @@
+// The engine's pieces on their own: active rows (runs, keep-by-mask, gather), row compaction,
+// KV cache indexing and fallbacks, and a plain stack run without a cache.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "muninn/families/llama/arch.hpp"
+#include "muninn/muninn.hpp"
+#include "test_util.hpp"
+
+using namespace muninn;
+
+namespace {
+
+TEST(ActiveRows, RunsSplitAtSequenceAndPositionGaps) {
+  engine::active_rows r;
+  r.append(0, 5, 3);  // positions 5, 6, 7 of sequence 0
+  r.append(1, 0, 2);  // positions 0, 1 of sequence 1
+  ASSERT_EQ(r.size(), 5);
+  ASSERT_EQ(r.runs().size(), 2u);
+  EXPECT_EQ(r.runs()[1].row0, 3);
+  EXPECT_EQ(r.runs()[1].pos0, 0);
+  // Dropping position 6 leaves sequence 0 ragged: two runs, each at its own positions.
+  const auto k = r.kept({1, 0, 1, 1, 1});
+  ASSERT_EQ(k.runs().size(), 3u);
+  EXPECT_EQ(k.runs()[0].pos0, 5);
+  EXPECT_EQ(k.runs()[1].pos0, 7);
+  EXPECT_EQ(k.runs()[1].row0, 1);
+  EXPECT_EQ(k.runs()[2].seq, 1);
+  EXPECT_EQ(k.pos(3), 1);
+  const auto g = r.gathered({4, 0});
+  EXPECT_EQ(g.seq(0), 1);
+  EXPECT_EQ(g.pos(1), 5);
+  EXPECT_THROW(r.kept({1, 0}), error);
+  EXPECT_THROW(r.gathered({9}), error);
+}
+
+TEST(ActiveRows, CompactMovesKeptRowsForwardInOrder) {
+  host_backend be;
+  std::vector<float> buf(5 * 2), tmp(5 * 2);
+  std::iota(buf.begin(), buf.end(), 0.0f);
+  engine::compact_rows(be, buf.data(), 2, {0, 1, 0, 1, 1}, tmp.data());
+  EXPECT_EQ(std::vector<float>(buf.begin(), buf.begin() + 6), (std::vector<float>{2, 3, 6, 7, 8, 9}));
+}
+
+TEST(KvCache, HuginnSlotsFollowExecutedLayersAndBudget) {
+  const kv_layout lay{2, 4, 2, 8};
+  context_limits lim;
+  lim.max_steps = 32;
+  using P = kv_cache::per_layer_slot;
+  EXPECT_EQ(P::num_slots(lay, lim), 2 + 4 * 32 + 2);
+  EXPECT_EQ(P::slot_id(lay, lim, layer_group::prelude, 0, 1), 1);
+  EXPECT_EQ(P::slot_id(lay, lim, layer_group::core, 3, 2), 2 + 4 * 3 + 2);
+  lim.kv_budget = 2;  // step s reuses the slots of s mod 2
+  EXPECT_EQ(P::num_slots(lay, lim), 2 + 4 * 2 + 2);
+  EXPECT_EQ(P::slot_id(lay, lim, layer_group::core, 3, 2), 2 + 4 * 1 + 2);
+  EXPECT_EQ(P::slot_id(lay, lim, layer_group::coda, 0, 1), 2 + 4 * 2 + 1);
+  EXPECT_EQ(kv_cache::per_layer::slot_id(lay, lim, layer_group::coda, 7, 1), 2 + 4 + 1);
+}
+
+TEST(KvCache, LatestFallbackCopiesTheLastStepForward) {
+  host_backend be;
+  const kv_layout lay{0, 1, 0, 2};
+  context_limits lim;
+  lim.max_tokens = 4;
+  lim.max_steps = 3;
+  engine::executed_layer_cache<host_backend, float, kv_cache::per_layer_slot> c(be, lay, lim);
+  auto s0 = c.slot(layer_group::core, 0, 0);
+  s0.k[2 * 2] = 7.0f;  // position 2 ran step 0 only
+  c.on_exit(2, 1, 1);
+  EXPECT_EQ(c.slot(layer_group::core, 1, 0).k[2 * 2], 7.0f);
+  EXPECT_EQ(c.slot(layer_group::core, 2, 0).k[2 * 2], 7.0f);
+  EXPECT_EQ(c.slot(layer_group::core, 1, 0).k[0], 0.0f);  // other positions untouched
+}
+
+TEST(KvCache, NoneFallbackLeavesOutTokensThatSkippedTheStep) {
+  host_backend be;
+  const kv_layout lay{0, 1, 0, 1};
+  context_limits lim;
+  lim.max_tokens = 4;
+  lim.max_steps = 2;
+  lim.fallback = kv_fallback::none;
+  engine::executed_layer_cache<host_backend, float, kv_cache::per_layer_slot> c(be, lay, lim);
+  auto s1 = c.slot(layer_group::core, 1, 0);
+  for (int p = 0; p < 4; ++p) s1.k[p] = float(p + 1);
+  const std::vector<std::int32_t> steps = {2, 1, 2};  // position 1 exited after step 0
+  const engine::row_run run{0, 0, 1, 3};               // position 3 runs step 1 now
+  const kv_read<float> r = c.read(layer_group::core, 1, 0, run, steps);
+  ASSERT_EQ(r.nkv, 3);
+  EXPECT_EQ(std::vector<float>(r.k, r.k + 3), (std::vector<float>{1, 3, 4}));
+}
+
+// A plain stack whose context keeps no cache sees only the rows of its call: over a whole prompt
+// in one call that is exactly what the per-layer cache gives.
+TEST(KvCache, NoCacheEqualsPerLayerCacheOnOneWholeCall) {
+  using with_cache = model<host_backend, float, llama_arch>;
+  using without = model<host_backend, float, llama_arch::with<kv_cache::none>>;
+  const std::string dir = std::string(MUNINN_TEST_DATA) + "/llama/tiny_untied_gqa";
+  const std::vector<std::int32_t> ids = {3, 14, 15, 92, 65, 35, 89, 79};
+  const auto a = with_cache::load(dir).forward(ids);
+  const auto m = without::load(dir);
+  EXPECT_EQ(m.kv_slots(0), 0);
+  EXPECT_LE(muninn_test::max_abs_diff(m.forward(ids), a), 1e-6);
+}
+
+}  // namespace
