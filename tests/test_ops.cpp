@@ -1,4 +1,4 @@
-// Host ops against plain double-precision loops.
+// Host ops against the reference ops (muninn::ref: plain double-precision loops).
 //
 // Tolerances (stated per test below) are relative to the magnitude of the exact result:
 // - GEMM: |C − ref| <= 1e-5 · (|alpha|·Σ_k |a_ik·b_jk| + |beta·c_ij|), K up to 1029. The
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "muninn/ops/ops.hpp"
+#include "muninn/ops/reference/reference.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -48,28 +49,17 @@ void check_gemm(const host_backend& be, const gemm_case& c, std::uint32_t seed, 
       for (i64 j = 0; j < c.N; ++j) C[std::size_t(i * ldc + j)] = std::numeric_limits<float>::quiet_NaN();
   const auto C0 = C;
   muninn::gemm_nt(be, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc);
-  double worst = 0.0;
+  auto want = C0;
+  muninn::ref::gemm_nt(c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, want.data(), ldc);
+  std::vector<double> mag(std::size_t(c.M * c.N));
+  muninn::ref::gemm_nt_magnitude(c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C0.data(), ldc,
+                                 mag.data());
   for (i64 i = 0; i < c.M; ++i)
     for (i64 j = 0; j < c.N; ++j) {
-      double dot = 0.0, mag = 0.0;
-      for (i64 k = 0; k < c.K; ++k) {
-        const double p = double(A[std::size_t(i * lda + k)]) * double(B[std::size_t(j * ldb + k)]);
-        dot += p;
-        mag += std::fabs(p);
-      }
-      const double old = C0[std::size_t(i * ldc + j)];
-      double ref = double(c.alpha) * dot;
-      mag *= std::fabs(double(c.alpha));
-      if (c.beta != 0.0f) {
-        ref += double(c.beta) * old;
-        mag += std::fabs(double(c.beta) * old);
-      }
-      const double got = C[std::size_t(i * ldc + j)];
-      const double err = std::fabs(got - ref);
-      ASSERT_LE(err, 1e-5 * mag + 1e-30) << "M=" << c.M << " N=" << c.N << " K=" << c.K << " alpha=" << c.alpha
-                                         << " beta=" << c.beta << " at (" << i << "," << j << ") got " << got
-                                         << " want " << ref;
-      if (mag > 0) worst = std::max(worst, err / mag);
+      const double got = C[std::size_t(i * ldc + j)], ref = want[std::size_t(i * ldc + j)];
+      ASSERT_LE(std::fabs(got - ref), 1e-5 * mag[std::size_t(i * c.N + j)] + 1e-30)
+          << "M=" << c.M << " N=" << c.N << " K=" << c.K << " alpha=" << c.alpha << " beta=" << c.beta << " at ("
+          << i << "," << j << ") got " << got << " want " << ref;
     }
   // Padding columns of C must be untouched.
   for (i64 i = 0; i < c.M; ++i)
@@ -135,16 +125,7 @@ TEST(GemmNt, RejectsBadLeadingDimension) {
 
 // ----------------------------------------------------------------------------------- norms
 
-void ref_rmsnorm(const float* x, const float* w, double* y, i64 rows, i64 cols, float eps) {
-  for (i64 r = 0; r < rows; ++r) {
-    double ss = 0.0;
-    for (i64 i = 0; i < cols; ++i) ss += double(x[r * cols + i]) * x[r * cols + i];
-    const double inv = 1.0 / std::sqrt(ss / double(cols) + double(eps));
-    for (i64 i = 0; i < cols; ++i) y[r * cols + i] = double(x[r * cols + i]) * inv * w[i];
-  }
-}
-
-void expect_close_rel(const std::vector<float>& got, const std::vector<double>& want, double rel, double abs_floor,
+void expect_close_rel(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs_floor,
                       const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
@@ -160,8 +141,8 @@ TEST(RmsNorm, MatchesDoubleAndAliases) {
       const i64 rows = s[0], cols = s[1];
       const auto x = random_vec(std::size_t(rows * cols), seed++, -3.0f, 3.0f);
       const auto w = random_vec(std::size_t(cols), seed++, 0.5f, 1.5f);
-      std::vector<double> ref(x.size());
-      ref_rmsnorm(x.data(), w.data(), ref.data(), rows, cols, 1e-6f);
+      std::vector<float> ref(x.size());
+      muninn::ref::rmsnorm(x.data(), w.data(), ref.data(), rows, cols, 1e-6f);
       std::vector<float> y(x.size());
       muninn::rmsnorm(be, x.data(), w.data(), y.data(), rows, cols, 1e-6f);
       expect_close_rel(y, ref, 1e-5, 1e-7, "rmsnorm");
@@ -196,10 +177,8 @@ TEST(AddRmsNorm, MatchesDoubleAndAliases) {
       const auto a = random_vec(std::size_t(rows * cols), seed++, -2.0f, 2.0f);
       const auto b = random_vec(std::size_t(rows * cols), seed++, -2.0f, 2.0f);
       const auto w = random_vec(std::size_t(cols), seed++, 0.5f, 1.5f);
-      std::vector<float> sum(a.size());
-      for (std::size_t i = 0; i < a.size(); ++i) sum[i] = a[i] + b[i];  // exact in fp32 as in the model
-      std::vector<double> ref(a.size());
-      ref_rmsnorm(sum.data(), w.data(), ref.data(), rows, cols, 1e-6f);
+      std::vector<float> ref(a.size());
+      muninn::ref::add_rmsnorm(a.data(), b.data(), w.data(), ref.data(), rows, cols, 1e-6f);
       std::vector<float> y(a.size());
       muninn::add_rmsnorm(be, a.data(), b.data(), w.data(), y.data(), rows, cols, 1e-6f);
       expect_close_rel(y, ref, 1e-5, 1e-7, "add_rmsnorm");
@@ -242,15 +221,13 @@ TEST(Elementwise, SiluMulGateFirst) {
       const i64 rows = s[0], inter = s[1];
       const i64 ld_in = 2 * inter + 3, ld_out = inter + 2;
       const auto in = random_vec(std::size_t(rows * ld_in), seed++, -12.0f, 12.0f);
-      std::vector<float> out(std::size_t(rows * ld_out), 7.0f);
+      std::vector<float> out(std::size_t(rows * ld_out), 7.0f), want = out;
       muninn::silu_mul(be, in.data(), ld_in, out.data(), ld_out, rows, inter);
+      muninn::ref::silu_mul(in.data(), ld_in, want.data(), ld_out, rows, inter);
       for (i64 r = 0; r < rows; ++r) {
         for (i64 i = 0; i < inter; ++i) {
-          const double g = in[std::size_t(r * ld_in + i)], u = in[std::size_t(r * ld_in + inter + i)];
-          const double want = g / (1.0 + std::exp(-g)) * u;
-          const double got = out[std::size_t(r * ld_out + i)];
-          ASSERT_LE(std::fabs(got - want), 1e-5 * std::fabs(want) + 1e-30)
-              << "row " << r << " i " << i << " g " << g << " u " << u;
+          const double got = out[std::size_t(r * ld_out + i)], w = want[std::size_t(r * ld_out + i)];
+          ASSERT_LE(std::fabs(got - w), 1e-5 * std::fabs(w) + 1e-30) << "row " << r << " i " << i;
         }
         for (i64 i = inter; i < ld_out; ++i) ASSERT_EQ(out[std::size_t(r * ld_out + i)], 7.0f);
       }
@@ -325,25 +302,15 @@ TEST(Rope, InterleavedWithBiasAndOffset) {
           const auto table = muninn::make_rope_table(D, 64, 50000.0f);
           const auto x0 = random_vec(std::size_t(rows * ld), seed++);
           const auto bias = random_vec(std::size_t(H * D), seed++);
-          auto x = x0;
+          auto x = x0, want = x0;
           muninn::rope_interleaved(be, x.data(), rows, ld, H, D, with_bias ? bias.data() : nullptr, table.data(),
                                    pos0);
-          for (i64 r = 0; r < rows; ++r) {
-            for (i64 h = 0; h < H; ++h)
-              for (i64 i = 0; i < D / 2; ++i) {
-                const std::size_t e = std::size_t(r * ld + h * D + 2 * i);
-                double a = x0[e], b = x0[e + 1];
-                if (with_bias) {
-                  a += bias[std::size_t(h * D + 2 * i)];
-                  b += bias[std::size_t(h * D + 2 * i + 1)];
-                }
-                const double c = table[std::size_t(((pos0 + r) * D / 2 + i) * 2)];
-                const double s = table[std::size_t(((pos0 + r) * D / 2 + i) * 2 + 1)];
-                ASSERT_NEAR(x[e], a * c - b * s, 1e-6) << "D=" << D << " r=" << r << " h=" << h << " i=" << i;
-                ASSERT_NEAR(x[e + 1], b * c + a * s, 1e-6) << "D=" << D << " r=" << r << " h=" << h << " i=" << i;
-              }
+          muninn::ref::rope_interleaved(want.data(), rows, ld, H, D, with_bias ? bias.data() : nullptr, table.data(),
+                                        pos0);
+          for (std::size_t e = 0; e < x.size(); ++e)
+            ASSERT_NEAR(x[e], want[e], 1e-6) << "D=" << D << " element " << e;
+          for (i64 r = 0; r < rows; ++r)
             for (i64 j = H * D; j < ld; ++j) ASSERT_EQ(x[std::size_t(r * ld + j)], x0[std::size_t(r * ld + j)]);
-          }
         }
 }
 
@@ -377,31 +344,12 @@ void check_attention(const host_backend& be, const attn_case& c, std::uint32_t s
   const float scale = 1.0f / std::sqrt(float(c.D));
   muninn::attention(be, q.data(), ldq, k.data(), v.data(), ldkv, out.data(), ldo, c.nq, c.nkv, c.H, c.Hkv, c.D,
                     scale);
-  const i64 group = c.H / c.Hkv;
-  std::vector<double> s(std::size_t(c.nkv));
-  for (i64 i = 0; i < c.nq; ++i)
-    for (i64 h = 0; h < c.H; ++h) {
-      const i64 g = h / group;
-      const i64 last = c.nkv - c.nq + i;  // bottom-right causal: keys 0..last
-      double mx = -1e300;
-      for (i64 j = 0; j <= last; ++j) {
-        double d = 0.0;
-        for (i64 t = 0; t < c.D; ++t)
-          d += double(q[std::size_t(i * ldq + h * c.D + t)]) * k[std::size_t(j * ldkv + g * c.D + t)];
-        s[std::size_t(j)] = d * scale;
-        mx = std::max(mx, s[std::size_t(j)]);
-      }
-      double sum = 0.0;
-      for (i64 j = 0; j <= last; ++j) sum += (s[std::size_t(j)] = std::exp(s[std::size_t(j)] - mx));
-      for (i64 t = 0; t < c.D; ++t) {
-        double o = 0.0;
-        for (i64 j = 0; j <= last; ++j) o += s[std::size_t(j)] * v[std::size_t(j * ldkv + g * c.D + t)];
-        o /= sum;
-        ASSERT_NEAR(out[std::size_t(i * ldo + h * c.D + t)], o, 2e-5)
-            << "nq=" << c.nq << " nkv=" << c.nkv << " H=" << c.H << " Hkv=" << c.Hkv << " D=" << c.D << " at i=" << i
-            << " h=" << h << " t=" << t;
-      }
-    }
+  std::vector<float> want(out.size(), 5.0f);
+  muninn::ref::attention(q.data(), ldq, k.data(), v.data(), ldkv, want.data(), ldo, c.nq, c.nkv, c.H, c.Hkv, c.D,
+                         scale);  // bottom-right causal
+  for (std::size_t e = 0; e < out.size(); ++e)
+    ASSERT_NEAR(out[e], want[e], 2e-5) << "nq=" << c.nq << " nkv=" << c.nkv << " H=" << c.H << " Hkv=" << c.Hkv
+                                       << " D=" << c.D << " at element " << e;
   for (i64 i = 0; i < c.nq; ++i) ASSERT_EQ(out[std::size_t(i * ldo + c.H * c.D)], 5.0f) << "padding written";
 }
 
@@ -457,11 +405,11 @@ TEST(Embedding, GathersAndScales) {
   const std::vector<std::int32_t> ids = {3, 0, 10, 3, 7};
   std::vector<float> out(ids.size() * std::size_t(dim));
   const float s = 72.6636084983398f;
+  std::vector<float> want(out.size());
+  muninn::ref::embedding(table.data(), vocab, dim, ids.data(), i64(ids.size()), s, want.data());
   for (const auto& be : backends()) {
     muninn::embedding(be, table.data(), vocab, dim, ids.data(), i64(ids.size()), s, out.data());
-    for (std::size_t i = 0; i < ids.size(); ++i)
-      for (i64 t = 0; t < dim; ++t)
-        ASSERT_EQ(out[i * std::size_t(dim) + std::size_t(t)], table[std::size_t(ids[i] * dim + t)] * s);
+    EXPECT_EQ(out, want);
   }
 }
 
@@ -494,17 +442,9 @@ TEST(Softmax, RowsMatchDoubleAndAlias) {
       auto x = random_vec(std::size_t(rows * cols), seed++, -30.0f, 30.0f);
       if (rows > 1)
         for (i64 i = 0; i < cols; ++i) x[std::size_t(cols + i)] += 1000.0f;  // e^x would overflow unshifted
-      std::vector<double> sm(x.size()), lsm(x.size());
-      for (i64 r = 0; r < rows; ++r) {
-        double mx = -1e300, sum = 0.0;
-        for (i64 i = 0; i < cols; ++i) mx = std::max(mx, double(x[std::size_t(r * cols + i)]));
-        for (i64 i = 0; i < cols; ++i) sum += std::exp(double(x[std::size_t(r * cols + i)]) - mx);
-        for (i64 i = 0; i < cols; ++i) {
-          const double z = double(x[std::size_t(r * cols + i)]) - mx;
-          sm[std::size_t(r * cols + i)] = std::exp(z) / sum;
-          lsm[std::size_t(r * cols + i)] = z - std::log(sum);
-        }
-      }
+      std::vector<float> sm(x.size()), lsm(x.size());
+      muninn::ref::softmax_rows(x.data(), sm.data(), rows, cols);
+      muninn::ref::log_softmax_rows(x.data(), lsm.data(), rows, cols);
       std::vector<float> y(x.size());
       muninn::softmax_rows(be, x.data(), y.data(), rows, cols);
       expect_close_rel(y, sm, 1e-5, 1e-37, "softmax");

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// \brief Row-wise softmax and log-softmax (fp32, max-subtracted) and argmax.
+/// \brief Row-wise softmax and log-softmax (fp32, max-subtracted), argmax, and the per-row
+/// statistics of recurrent-depth exit tests: KL divergence and entropy (double accumulation).
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "muninn/backend/host.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/ops/math.hpp"
 #include "muninn/ops/simd.hpp"
 
 namespace muninn {
@@ -126,6 +128,109 @@ inline std::int64_t argmax(const host_backend& be, const float* x, std::int64_t 
   for (std::int64_t i = 0; i < n; ++i)
     if (x[i] == m) return i;
   return 0;
+}
+
+namespace detail {
+
+/// \brief Largest element of x[0, n) in double; NaNs are skipped (−inf when nothing else).
+inline double max_of(const float* x, std::int64_t n) {
+  double m = -INFINITY;
+  for (std::int64_t i = 0; i < n; ++i) m = double(x[i]) > m ? double(x[i]) : m;
+  return m;
+}
+
+/// \brief Rows per thread chunk of the statistics ops (a vocabulary row is long).
+inline std::int64_t stats_grain(std::int64_t cols) { return std::max<std::int64_t>(1, 16384 / cols); }
+
+/// \brief KL(softmax(a) ‖ softmax(b)) of one row in double (see detail::kl_accumulate).
+inline double kl_row(const float* a, const float* b, std::int64_t n) {
+  const double ma = max_of(a, n), mb = max_of(b, n), dm = ma - mb;
+  double sa = 0.0, tu = 0.0, tw = 0.0;
+  for (std::int64_t c = 0; c < n; ++c) {
+    const double ea = std::exp(double(a[c]) - ma), eb = std::exp(double(b[c]) - mb);
+    sa += ea;
+    kl_accumulate<double>(ea, eb, (double(b[c]) - double(a[c])) + dm, tu, tw);
+  }
+  return kl_finish(sa, tu, tw);
+}
+
+/// \brief Entropy of softmax(x) for one row in double (see detail::entropy_term).
+inline double entropy_row(const float* x, std::int64_t n) {
+  const double m = max_of(x, n);
+  double s = 0.0, t = 0.0;
+  for (std::int64_t c = 0; c < n; ++c) {
+    const double z = double(x[c]) - m, e = std::exp(z);
+    s += e;
+    t += entropy_term<double>(e, z);
+  }
+  return entropy_finish(t, s);
+}
+
+}  // namespace detail
+
+/// \brief out[r] = KL(softmax(logits_prev[r]) ‖ softmax(logits[r])), from logits, in double.
+///
+/// Formed from the logit differences u = log q − log p + const and expm1(u) (see
+/// detail::kl_accumulate, the CUDA kernel's formula too), so two close distributions keep their
+/// small KL instead of the rounding noise of two subtracted log-probabilities. Terms with
+/// p = 0 count as 0, q = 0 where p > 0 gives +inf; each row needs a finite logit. The exit test
+/// of recurrent-depth models compares consecutive steps' next-token distributions with it.
+/// \param be          the host backend
+/// \param logits_prev previous step's logits [rows, cols], contiguous
+/// \param logits      this step's logits [rows, cols]
+/// \param rows        number of rows
+/// \param cols        elements per row, >= 1
+/// \param out         KL per row [rows]
+inline void kl_rows(const host_backend& be, const float* logits_prev, const float* logits, std::int64_t rows,
+                    std::int64_t cols, float* out) {
+  MUNINN_CHECK(rows >= 0 && cols > 0, "kl_rows: bad shape rows=", rows, " cols=", cols);
+  be.parallel_for(rows, detail::stats_grain(cols), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) out[r] = float(detail::kl_row(logits_prev + r * cols, logits + r * cols, cols));
+  });
+}
+
+/// \brief out[r] = −Σ_c p_c log p_c with p = softmax(logits[r]), in double (natural log).
+///
+/// log s − t / s with s = Σ e^(x − max), t = Σ e^(x − max) · (x − max) (detail::entropy_term).
+/// The exact entropy: no epsilon inside the log (Huginn's reference adds 1e-10 to p, which
+/// shifts the value by at most about cols · 1e-10). Terms with logit −inf count as 0; each row
+/// needs a finite logit.
+/// \param be     the host backend
+/// \param logits logits [rows, cols], contiguous
+/// \param rows   number of rows
+/// \param cols   elements per row, >= 1
+/// \param out    entropy per row [rows]
+inline void entropy_rows(const host_backend& be, const float* logits, std::int64_t rows, std::int64_t cols,
+                         float* out) {
+  MUNINN_CHECK(rows >= 0 && cols > 0, "entropy_rows: bad shape rows=", rows, " cols=", cols);
+  be.parallel_for(rows, detail::stats_grain(cols), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) out[r] = float(detail::entropy_row(logits + r * cols, cols));
+  });
+}
+
+/// \brief out[r] = KL(p_prev ‖ p) = Σ_c p_prev · (log p_prev − log p) per row, from
+/// log-probabilities, in double (the host twin of the CUDA kl_div_rows).
+///
+/// Terms with log p_prev = −inf count as 0.
+/// \param be        the host backend
+/// \param logp_prev log-probabilities of the previous step [rows, cols]
+/// \param logp      log-probabilities of this step [rows, cols]
+/// \param out       output [rows]
+/// \param rows      number of rows
+/// \param cols      elements per row, >= 1
+inline void kl_div_rows(const host_backend& be, const float* logp_prev, const float* logp, float* out,
+                        std::int64_t rows, std::int64_t cols) {
+  MUNINN_CHECK(rows >= 0 && cols > 0, "kl_div_rows: bad shape rows=", rows, " cols=", cols);
+  be.parallel_for(rows, detail::stats_grain(cols), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      double s = 0.0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const double a = logp_prev[r * cols + c];
+        if (a != -INFINITY) s += std::exp(a) * (a - double(logp[r * cols + c]));
+      }
+      out[r] = float(s);
+    }
+  });
 }
 
 }  // namespace muninn
