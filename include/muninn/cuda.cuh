@@ -20,6 +20,7 @@
 #include "muninn/ops/cuda/bias.cuh"
 #include "muninn/ops/cuda/elementwise.cuh"
 #include "muninn/ops/cuda/embedding.cuh"
+#include "muninn/ops/cuda/gather.cuh"
 #include "muninn/ops/cuda/gemm.cuh"
 #include "muninn/ops/cuda/norm.cuh"
 #include "muninn/ops/cuda/random.cuh"

@@ -1,10 +1,12 @@
 #pragma once
 /// \file
-/// \brief Row-wise softmax, log-softmax and KL divergence on the CUDA backend (fp32 outputs).
+/// \brief Row-wise softmax, log-softmax, KL divergence and entropy on the CUDA backend (fp32
+/// outputs).
 
 #include <cstdint>
 
 #include "muninn/ops/cuda/common.cuh"
+#include "muninn/ops/math.hpp"
 
 namespace muninn {
 namespace detail {
@@ -79,6 +81,86 @@ __global__ void __launch_bounds__(softmax_threads) kl_div_kernel(const float* lp
   if (threadIdx.x == 0) out[blockIdx.x] = total;
 }
 
+/// \brief Maximum over all threads of the block (NaN ignored: fmaxf); every thread gets it.
+/// Same rules as block_sum: a multiple of 32 threads, called by every thread.
+__device__ inline float block_max(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  v = warp_max(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float t = lane < nwarps ? partial[lane] : -INFINITY;
+  t = warp_max(t);
+  __syncthreads();
+  return t;
+}
+
+/// \brief Sum in double over all threads of the block; every thread gets it (block_sum's rules).
+__device__ inline double block_sum_double(double v) {
+  __shared__ double partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  double t = lane < nwarps ? partial[lane] : 0.0;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+  __syncthreads();
+  return t;
+}
+
+/// \brief Row maximum of a [*, cols] row over the block.
+template <class T>
+__device__ MUNINN_INLINE float row_block_max(const T* xr, std::int64_t cols) {
+  float m = -INFINITY;
+  for (std::int64_t i = threadIdx.x; i < cols; i += softmax_threads) m = fmaxf(m, load(xr + i));
+  return block_max(m);
+}
+
+/// \brief One block per row: KL(softmax(a) ‖ softmax(b)) as detail::kl_accumulate / kl_finish
+/// say. The exponentials are fp32 (expf); the differences u, expm1(u) and all sums are double,
+/// which keeps tiny KLs of close distributions (fp32 sums of a 64k-entry row would put an error
+/// of about 1e-6 into the result, the size of a typical exit threshold).
+template <class T>
+__global__ void __launch_bounds__(softmax_threads) kl_rows_kernel(const T* a, const T* b, std::int64_t cols,
+                                                                  float* out) {
+  const std::int64_t off = std::int64_t(blockIdx.x) * cols;
+  const T* ar = a + off;
+  const T* br = b + off;
+  const float ma = row_block_max(ar, cols), mb = row_block_max(br, cols);
+  const double dm = double(ma) - double(mb);
+  double sa = 0.0, tu = 0.0, tw = 0.0;
+  for (std::int64_t i = threadIdx.x; i < cols; i += softmax_threads) {
+    const float x = load(ar + i), y = load(br + i);
+    const double ea = expf(x - ma), eb = expf(y - mb);
+    sa += ea;
+    kl_accumulate<double>(ea, eb, (double(y) - double(x)) + dm, tu, tw);
+  }
+  sa = block_sum_double(sa);
+  tu = block_sum_double(tu);
+  tw = block_sum_double(tw);
+  if (threadIdx.x == 0) out[blockIdx.x] = float(kl_finish(sa, tu, tw));
+}
+
+/// \brief One block per row: entropy of softmax(x) as detail::entropy_term / entropy_finish say
+/// (fp32 exponentials, double sums).
+template <class T>
+__global__ void __launch_bounds__(softmax_threads) entropy_rows_kernel(const T* x, std::int64_t cols, float* out) {
+  const T* xr = x + std::int64_t(blockIdx.x) * cols;
+  const float m = row_block_max(xr, cols);
+  double s = 0.0, t = 0.0;
+  for (std::int64_t i = threadIdx.x; i < cols; i += softmax_threads) {
+    const float z = load(xr + i) - m;
+    const double e = expf(z);
+    s += e;
+    t += entropy_term<double>(e, z);
+  }
+  s = block_sum_double(s);
+  t = block_sum_double(t);
+  if (threadIdx.x == 0) out[blockIdx.x] = float(entropy_finish(t, s));
+}
+
 template <class T, bool LogSoftmax>
 void softmax_launch(const cuda_backend& be, const char* op, const T* x, float* y, std::int64_t rows,
                     std::int64_t cols) {
@@ -136,6 +218,52 @@ inline void kl_div_rows(const cuda_backend& be, const float* logp_prev, const fl
   detail::gpu::kl_div_kernel<0><<<unsigned(rows), detail::gpu::softmax_threads, 0, be.stream()>>>(logp_prev, logp, out,
                                                                                               cols);
   MUNINN_CUDA_CHECK_LAUNCH("kl_div_kernel");
+}
+
+/// \brief out[r] = KL(softmax(logits_prev[r]) ‖ softmax(logits[r])) per row, from logits.
+///
+/// Formed from the logit differences and expm1 of them in double (detail::kl_accumulate, the
+/// host op's formula) with fp32 exponentials, so close distributions keep their small KL. Terms
+/// with p = 0 count as 0; each row needs a finite logit. One block per row, asynchronous.
+/// \tparam T          float or bf16
+/// \param be          the CUDA backend
+/// \param logits_prev device previous step's logits [rows, cols], contiguous
+/// \param logits      device this step's logits [rows, cols]
+/// \param rows        number of rows
+/// \param cols        elements per row, >= 1
+/// \param out         device KL per row [rows], fp32
+template <class T>
+void kl_rows(const cuda_backend& be, const T* logits_prev, const detail::gpu::identity_t<T>* logits, std::int64_t rows,
+             std::int64_t cols, float* out) {
+  static_assert(detail::gpu::is_storage_v<T>, "kl_rows (CUDA): T must be float or muninn::bf16");
+  MUNINN_CHECK(rows >= 0 && cols > 0, "kl_rows: bad shape rows=", rows, " cols=", cols);
+  detail::gpu::check_rows_grid("kl_rows", rows);
+  if (rows == 0) return;
+  detail::gpu::kl_rows_kernel<T><<<unsigned(rows), detail::gpu::softmax_threads, 0, be.stream()>>>(logits_prev, logits,
+                                                                                               cols, out);
+  MUNINN_CUDA_CHECK_LAUNCH("kl_rows_kernel");
+}
+
+/// \brief out[r] = −Σ_c p_c log p_c with p = softmax(logits[r]) (natural log), per row.
+///
+/// log s − t / s with s = Σ e^(x − max) and t = Σ e^(x − max) · (x − max)
+/// (detail::entropy_term, the host op's formula): fp32 exponentials, double sums. The exact
+/// entropy, with no epsilon in the log. One block per row, asynchronous.
+/// \tparam T     float or bf16
+/// \param be     the CUDA backend
+/// \param logits device logits [rows, cols], contiguous
+/// \param rows   number of rows
+/// \param cols   elements per row, >= 1
+/// \param out    device entropy per row [rows], fp32
+template <class T>
+void entropy_rows(const cuda_backend& be, const T* logits, std::int64_t rows, std::int64_t cols, float* out) {
+  static_assert(detail::gpu::is_storage_v<T>, "entropy_rows (CUDA): T must be float or muninn::bf16");
+  MUNINN_CHECK(rows >= 0 && cols > 0, "entropy_rows: bad shape rows=", rows, " cols=", cols);
+  detail::gpu::check_rows_grid("entropy_rows", rows);
+  if (rows == 0) return;
+  detail::gpu::entropy_rows_kernel<T><<<unsigned(rows), detail::gpu::softmax_threads, 0, be.stream()>>>(logits, cols,
+                                                                                                    out);
+  MUNINN_CUDA_CHECK_LAUNCH("entropy_rows_kernel");
 }
 
 }  // namespace muninn
