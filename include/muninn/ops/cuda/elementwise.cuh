@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "muninn/ops/cuda/common.cuh"
+#include "muninn/ops/math.hpp"
 
 namespace muninn {
 namespace detail {
@@ -53,10 +54,11 @@ __global__ void __launch_bounds__(256) scale_kernel(T* x, float s, std::int64_t 
   for (std::int64_t i = done + t; i < n; i += stride) store(x + i, load(x + i) * s);
 }
 
-/// \brief silu(g) · u with silu rounded to T first, as PyTorch's `F.silu(a) * b` in bf16 does.
+/// \brief silu(g) · u with silu rounded to T first, as PyTorch's `F.silu(a) * b` in bf16 does;
+/// silu itself is detail::silu, the function the host tests check.
 template <class T>
 __device__ MUNINN_INLINE float silu_mul_one(float g, float u) {
-  return round_to<T>(g / (1.0f + expf(-g))) * u;
+  return round_to<T>(silu(g)) * u;
 }
 
 /// \brief out[r, i] = silu(in[r, i]) · in[r, inter + i]; grid-stride over packs (`vec`) or elements.
