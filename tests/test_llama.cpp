@@ -72,7 +72,7 @@ TEST_P(LlamaGolden, BatchRowsEqualSingleRuns) {
   const fixture f = open(GetParam());
   const auto a = ids_of(f.want.at("prompt_ids"));
   const auto b = ids_of(f.want.at("long").at("prompt_ids"));
-  auto ca = f.m.make_context(64), cb = f.m.make_context(64);
+  auto ca = f.m.make_context(128), cb = f.m.make_context(128);
   auto ws = f.m.make_workspace(std::int64_t(a.size() + b.size()));
   const auto rows = f.m.forward_batch(ws, {&ca, &cb}, {a, b}, {}, logits_for::all);
   EXPECT_LE(max_abs_diff(rows[0], f.m.forward(a)), kLogitTol);
