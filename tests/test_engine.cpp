@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "muninn/engine/routing.hpp"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/muninn.hpp"
 #include "test_util.hpp"
@@ -102,6 +103,32 @@ TEST(KvCache, NoCacheEqualsPerLayerCacheOnOneWholeCall) {
   const auto m = without::load(dir);
   EXPECT_EQ(m.kv_slots(0), 0);
   EXPECT_LE(muninn_test::max_abs_diff(m.forward(ids), a), 1e-6);
+}
+
+}  // namespace
+
+namespace {
+
+// A router's round trip: pick rows, run f on the dense subset, add g·f back into the full stack.
+TEST(Routing, GatherThenGatedScatterAddUpdatesOnlyPickedRows) {
+  host_backend be;
+  engine::active_rows rows;
+  rows.append(0, 0, 3);
+  rows.append(1, 4, 2);
+  const auto sub = engine::pick_rows(rows, {0, 1, 0, 1, 1});
+  ASSERT_EQ(sub.rows.size(), 3);
+  EXPECT_EQ(sub.rows.pos(0), 1);  // RoPE would use the original positions
+  EXPECT_EQ(sub.rows.seq(2), 1);
+  EXPECT_EQ(sub.rows.pos(2), 5);
+  std::vector<float> x = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4};  // [5, 2]
+  std::vector<float> dense(3 * 2);
+  std::vector<std::int32_t> idx(3);
+  engine::gather(be, sub, x.data(), 2, idx.data(), dense.data());
+  EXPECT_EQ(dense, (std::vector<float>{1, 1, 3, 3, 4, 4}));
+  for (auto& v : dense) v *= 10;  // f
+  const std::vector<float> gate = {0.5f, 1.0f, 0.0f};
+  engine::scatter_add(be, sub, x.data(), 2, dense.data(), gate.data(), idx.data());
+  EXPECT_EQ(x, (std::vector<float>{0, 0, 6, 6, 2, 2, 33, 33, 4, 4}));
 }
 
 }  // namespace
