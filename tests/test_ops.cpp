@@ -79,6 +79,19 @@ TEST(GemmNt, AwkwardSizesBothPaths) {
         for (i64 K : Ks) check_gemm(be, {M, N, K, 1.0f, 0.0f, (M + N + K) % 3 == 0 ? 0 : 5}, seed++);
 }
 
+// M = 1 takes one of two GEMV kernels by row length: rows read one after another up to
+// gemv_rows_max_k, the interleaved 8-row tile above it. Both sides of the switch, with beta.
+TEST(GemmNt, GemvBothKernels) {
+  constexpr i64 L = muninn::detail::gemv_rows_max_k;
+  const i64 Ks[] = {L - 1, L, L + 5};
+  std::uint32_t seed = 50;
+  for (const auto& be : backends())
+    for (i64 K : Ks) {
+      check_gemm(be, {1, 19, K, 1.0f, 0.0f, 3}, seed++);
+      check_gemm(be, {1, 19, K, -0.5f, 0.75f, 0}, seed++);
+    }
+}
+
 TEST(GemmNt, AlphaBetaVariants) {
   const gemm_case cases[] = {
       {5, 37, 70, 0.5f, 0.0f, 2},  {5, 37, 70, 1.0f, 1.0f, 2},   {5, 37, 70, -2.0f, 0.75f, 0},
