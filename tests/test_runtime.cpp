@@ -3,6 +3,7 @@
 // decoding, single-row generation, and tools/reference (runtime.json) for whole generations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -78,6 +79,27 @@ TEST(Halting, KlExitMatchesFixedDepthOracle) {
       EXPECT_LE(max_abs_diff(logits, m.forward({tok}, f)), 1e-5);
     }
   }
+}
+
+// halting::kl_divergence exits at its own default, KL < 5e-4, when a call names no criterion:
+// the same steps as the adaptive model asked for kl at 5e-4, and fewer than the fixed depth on
+// some token (the tiny model converges well before 32 steps). A threshold of 0 would never exit.
+TEST(Halting, KlDivergencePolicyExitsAtItsDefaultThreshold) {
+  using kl_model = model<host_backend, float, huginn_arch::with<halting::kl_divergence>>;
+  const kl_model m = kl_model::load(data_dir + "tiny_f32");
+  run_options def;
+  def.init = state_init::zero{};
+  def.steps = 32;
+  std::vector<std::int32_t> got, want;
+  def.steps_used = &got;
+  m.forward({3, 40, 77, 120, 5, 9}, def);
+  run_options kl = def;
+  kl.halt.criterion = halt_criterion::kl;
+  kl.halt.threshold = 5e-4;
+  kl.steps_used = &want;
+  tiny().forward({3, 40, 77, 120, 5, 9}, kl);
+  EXPECT_EQ(got, want);
+  EXPECT_LT(*std::min_element(got.begin(), got.end()), 32);
 }
 
 TEST(Halting, ScheduleAndBounds) {
