@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "muninn/cuda.cuh"
+#include "muninn/families/llama/arch.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
@@ -151,6 +152,31 @@ TEST_F(CudaModel, GoldenF16SingleFile) { check_fixture<huginn_arch>(gpu(), "tiny
 TEST_F(CudaModel, GoldenAddInjection) { check_fixture<arch<block::sandwich, injection::add>>(gpu(), "tiny_add"); }
 TEST_F(CudaModel, GoldenPreNormAddGqaUntied) {
   check_fixture<arch<block::pre_norm, injection::add, state_init::zero>>(gpu(), "tiny_prenorm_gqa");
+}
+
+// Llama on the GPU: fp32 against the transformers fixture and the host model, bf16 within the bf16
+// bound of the host model, fp32 greedy tokens equal to transformers'.
+TEST_F(CudaModel, LlamaMatchesTransformersAndHost) {
+  using H = model<host_backend, float, llama_arch>;
+  using F = model<cuda_backend, float, llama_arch>;
+  using B = model<cuda_backend, bf16, llama_arch>;
+  for (const char* name : {"tiny_untied_gqa", "tiny_linear_bias", "tiny_bf16_sharded"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = std::string(MUNINN_TEST_DATA) + "/llama/" + name;
+    const io::json want = io::read_json_file(dir + "/expected.json");
+    const H host = H::load(dir);
+    const F f32 = F::load(dir, gpu());
+    const B b16 = B::load(dir, gpu());
+    const auto ids = ids_of(want.at("prompt_ids"));
+    const auto oracle = host.forward(ids);
+    const auto got = f32.forward(ids);
+    EXPECT_LE(max_abs_diff(got, io::read_npy_f32(dir + "/logits.npy").data), kF32Tol) << "CUDA fp32 vs transformers";
+    EXPECT_LE(max_abs_diff(got, oracle), kF32Tol) << "CUDA fp32 vs host fp32";
+    EXPECT_LE(max_abs_diff(b16.forward(ids), oracle), kBf16Rel * max_abs(oracle)) << "CUDA bf16 vs host fp32";
+    generate_options g;
+    g.max_new_tokens = want.at("greedy").at("max_new_tokens").as_int();
+    EXPECT_EQ(generate_greedy(f32, ids, g), ids_of(want.at("greedy").at("ids"))) << "CUDA fp32 greedy";
+  }
 }
 
 TEST_F(CudaModel, Bf16CheckpointLoadsBitExact) {
