@@ -12,10 +12,10 @@
 #include "muninn/muninn.hpp"
 
 // Halting: a token stops once its state moves less than `threshold` (relative L2) in one step.
-struct settled_state {
-  using slot = muninn::slot::halting;  // lets arch<>::with<> put it in the Halting slot
+// Written per token on host floats; halting::on_host below makes it a HaltingPolicy (the
+// built-in criteria decide on the backend instead).
+struct settled_rule {
   static constexpr const char* name = "settled_state";
-  static constexpr bool early_exit = true;
   struct tracker {
     std::vector<float> prev;
     double threshold;
@@ -26,7 +26,6 @@ struct settled_state {
   }
   static bool exits(const muninn::halting_options& o) { return o.criterion != muninn::halt_criterion::none; }
   static bool needs_logits(const muninn::halting_options&) { return false; }
-  static bool needs_state(const muninn::halting_options&) { return true; }
   static tracker start(const muninn::halting_options& o, const float* x0, std::int64_t h, std::int64_t) {
     return tracker{std::vector<float>(x0, x0 + h), o.threshold};
   }
@@ -56,6 +55,7 @@ struct constant_state {
   }
 };
 
+using settled_state = muninn::halting::on_host<settled_rule>;  // names the Halting slot itself
 using my_arch = muninn::arch<muninn::block::pre_norm, muninn::injection::add>::with<settled_state, constant_state>;
 using my_model = muninn::model<muninn::host_backend, float, my_arch>;
 
@@ -103,7 +103,7 @@ int main() {
     std::vector<float> prev(std::size_t(cfg.n_embd), 0.25f);
     std::int32_t want = 32;  // no exit test after the last step
     for (std::size_t s = 0; s + 1 < 32 && s < tr.size(); ++s) {
-      if (settled_state::relative_change(prev.data(), tr[s].data(), cfg.n_embd) < 0.05) {
+      if (settled_rule::relative_change(prev.data(), tr[s].data(), cfg.n_embd) < 0.05) {
         want = std::int32_t(s + 1);
         break;
       }

@@ -501,3 +501,46 @@ TEST(Argmax, FirstOfTiesAndTails) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------------- exit decisions
+
+TEST(Halting, LatentChangeRowsMatchesDoubleLoops) {
+  const i64 rows = 5, h = 37;
+  const auto x = muninn_test::random_vec(std::size_t(rows * h), 3), p = muninn_test::random_vec(std::size_t(rows * h), 4);
+  std::vector<float> rel(rows), cosd(rows);
+  for (const auto& be : backends()) {
+    muninn::latent_change_rows(be, x.data(), p.data(), rows, h, rel.data(), cosd.data());
+    for (i64 r = 0; r < rows; ++r) {
+      double d2 = 0, x2 = 0, p2 = 0, xp = 0;
+      for (i64 i = 0; i < h; ++i) {
+        const double a = x[std::size_t(r * h + i)], b = p[std::size_t(r * h + i)];
+        d2 += (a - b) * (a - b), x2 += a * a, p2 += b * b, xp += a * b;
+      }
+      EXPECT_NEAR(rel[std::size_t(r)], std::sqrt(d2 / x2), 1e-6);
+      EXPECT_NEAR(cosd[std::size_t(r)], 1.0 - xp / std::sqrt(x2 * p2), 1e-6);
+    }
+  }
+}
+
+TEST(Halting, DecideKeepsEachCriterionsRunningState) {
+  host_backend be;
+  std::vector<std::uint8_t> mask(3);
+  // below: stat < threshold
+  const std::vector<float> kl = {1e-4f, 5e-4f, 1e-3f};
+  muninn::halt_decide(be, muninn::halt_rule_kind::below, kl.data(), nullptr, nullptr, nullptr, nullptr, 3, 5e-4, mask.data());
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 0, 0}));
+  // entropy_change: |H − previous H| < threshold, previous ← H
+  std::vector<float> prev = {100.0f, 2.0f, 2.0f};
+  const std::vector<float> H = {1.0f, 2.0005f, 2.5f};
+  muninn::halt_decide(be, muninn::halt_rule_kind::entropy_change, H.data(), nullptr, prev.data(), nullptr, nullptr, 3, 1e-3,
+              mask.data());
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 1, 0}));
+  EXPECT_EQ(prev, H);
+  // argmax_run: a run of equal arg-maxes reaching the threshold
+  std::vector<std::int32_t> prev_am = {-1, 7, 7}, count = {0, 1, 4};
+  const std::vector<std::int32_t> am = {7, 7, 7};
+  muninn::halt_decide(be, muninn::halt_rule_kind::argmax_run, nullptr, am.data(), nullptr, prev_am.data(), count.data(), 3, 5,
+              mask.data());
+  EXPECT_EQ(count, (std::vector<std::int32_t>{0, 2, 5}));
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 0, 1}));
+}

@@ -574,3 +574,33 @@ TEST_F(CudaTest, DecodeOpsReplayFromACudaGraph) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------------- exit decisions
+
+TYPED_TEST(CudaOps, LatentChangeRowsMatchesHost) {
+  using T = TypeParam;
+  const std::int64_t rows = 6, h = 300;
+  const auto x = rounded<T>(random_vec(std::size_t(rows * h), 21)), p = rounded<T>(random_vec(std::size_t(rows * h), 22));
+  std::vector<float> rel(rows), cosd(rows);
+  latent_change_rows(this->host, x.data(), p.data(), rows, h, rel.data(), cosd.data());
+  auto dx = to_device<T>(this->be, x), dp = to_device<T>(this->be, p);
+  auto drel = this->be.template alloc<float>(rows), dcos = this->be.template alloc<float>(rows);
+  latent_change_rows(this->be, dx.data(), dp.data(), rows, h, drel.data(), dcos.data());
+  EXPECT_TRUE(all_close(to_host(this->be, drel.data(), rows), rel, 1e-6, 1e-7, "relative change"));
+  EXPECT_TRUE(all_close(to_host(this->be, dcos.data(), rows), cosd, 1e-6, 1e-7, "cosine distance"));
+}
+
+TEST_F(CudaTest, HaltDecideMatchesHost) {
+  const std::vector<float> H = {1.0f, 2.0005f, 2.5f};
+  std::vector<float> prev = {100.0f, 2.0f, 2.0f};
+  std::vector<std::uint8_t> want(3), got(3);
+  auto dH = to_device<float>(be, H), dprev = to_device<float>(be, prev);
+  auto dmask = be.alloc<std::uint8_t>(3);
+  halt_decide(host, halt_rule_kind::entropy_change, H.data(), nullptr, prev.data(), nullptr, nullptr, 3, 1e-3,
+              want.data());
+  halt_decide(be, halt_rule_kind::entropy_change, dH.data(), nullptr, dprev.data(), nullptr, nullptr, 3, 1e-3,
+              dmask.data());
+  be.download(got.data(), dmask.data(), 3);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(to_host(be, dprev.data(), 3), prev);
+}

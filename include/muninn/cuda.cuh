@@ -22,6 +22,7 @@
 #include "muninn/ops/cuda/embedding.cuh"
 #include "muninn/ops/cuda/gather.cuh"
 #include "muninn/ops/cuda/gemm.cuh"
+#include "muninn/ops/cuda/halting.cuh"
 #include "muninn/ops/cuda/norm.cuh"
 #include "muninn/ops/cuda/random.cuh"
 #include "muninn/ops/cuda/reduce.cuh"

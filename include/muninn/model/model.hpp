@@ -200,7 +200,7 @@ class model {
   std::int64_t resolve_steps(const run_options& opt) const { return opt.steps < 0 ? cfg_.mean_recurrence : opt.steps; }
 
  private:
-  using piece = pass_piece<context_type, typename halting_policy::tracker>;  // = forward_pass<model>::piece
+  using piece = pass_piece<context_type>;  // = forward_pass<model>::piece
 
   // Tokens c0 … c0+n−1 of `ids` as one piece; its logits go to the matching rows of `out`.
   static piece make_piece(context_type& ctx, const std::vector<std::int32_t>& ids, std::int64_t c0, std::int64_t n,

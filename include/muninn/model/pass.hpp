@@ -26,7 +26,7 @@
 namespace muninn {
 
 /// \brief A run of tokens of one sequence fed in a stacked call.
-template <class Context, class Tracker>
+template <class Context>
 struct pass_piece {
   Context* ctx = nullptr;            ///< the sequence's context
   const std::int32_t* ids = nullptr; ///< its new tokens
@@ -36,7 +36,6 @@ struct pass_piece {
   std::int64_t out_rows = 0;         ///< logit rows wanted (0: none)
   std::int64_t pos0 = 0;             ///< position of ids[0] in the sequence
   std::int64_t steps_done = 0;       ///< recurrence steps run so far
-  std::optional<Tracker> tracker;    ///< exit statistic of its last token
 };
 
 /// \brief One stacked call of `Model` over pieces of one or more sequences.
@@ -51,7 +50,9 @@ class forward_pass {
   using value_type = typename Model::value_type;      ///< compute type
   using arch_type = typename Model::arch_type;        ///< the policies
   using halting_policy = typename arch_type::halting_policy;  ///< HaltingPolicy
-  using piece = pass_piece<typename Model::context_type, typename halting_policy::tracker>;  ///< a fed run
+  using piece = pass_piece<typename Model::context_type>;  ///< a fed run
+  /// \brief The HaltingPolicy's per-call exit test.
+  using monitor_type = typename halting_policy::template monitor<backend_type, value_type>;
 
   /// \brief Validates the call and lays the pieces out as active rows.
   forward_pass(const Model& m, workspace<backend_type, value_type>& ws, std::vector<piece>& pieces,
@@ -127,11 +128,8 @@ class forward_pass {
   void start_state() {
     for (const auto& run : rows_.runs()) start_piece(run);
     if (!exits_) return;
-    const std::int64_t h = m_.dims().h;
-    if (halting_policy::needs_state(hopt_)) engine::download_floats(be_, x_, rows_.size() * h, ws_.host_rows.data());
-    for (const auto& run : rows_.runs())
-      pieces_[std::size_t(run.seq)].tracker.emplace(halting_policy::start(
-          hopt_, ws_.host_rows.data() + (run.row0 + run.n - 1) * h, h, m_.config().vocab_size));
+    monitor_.emplace(be_, hopt_, ws_.rows(), m_.dims().h, m_.config().vocab_size);
+    monitor_->start(last_rows(x_), std::int64_t(rows_.runs().size()));
   }
 
   /// \brief Once per call: the InjectionPolicy's precomputation.
@@ -145,11 +143,10 @@ class forward_pass {
     for (const auto& run : rows_.runs()) pieces_[std::size_t(run.seq)].steps_done = s + 1;
     const bool check = exits_ && s + 1 < max_steps_ && s >= hopt_.min_steps &&
                        (s - hopt_.min_steps) % hopt_.check_every == 0;
-    const std::int64_t h = m_.dims().h;
-    if (opt_.on_step || (check && halting_policy::needs_state(hopt_))) {
+    if (opt_.on_step) {
+      const std::int64_t h = m_.dims().h;
       engine::download_floats(be_, x_, rows_.size() * h, ws_.host_rows.data());
-      if (opt_.on_step)
-        for (std::int64_t i = 0; i < rows_.size(); ++i) opt_.on_step(rows_.pos(i), s, ws_.host_rows.data() + i * h);
+      for (std::int64_t i = 0; i < rows_.size(); ++i) opt_.on_step(rows_.pos(i), s, ws_.host_rows.data() + i * h);
     }
     if (check) exit_converged();
   }
@@ -203,27 +200,28 @@ class forward_pass {
         opt_.init);
   }
 
-  // Runs the exit test on each piece's last token; converged pieces emit, finish and leave.
-  void exit_converged() {
-    const std::int64_t h = m_.dims().h, V = m_.config().vocab_size;
-    const bool logit_test = halting_policy::needs_logits(hopt_);
+  // Each run's last row of src, contiguous: src itself when every run is one row (the usual
+  // case under an exit criterion), else gathered into the workspace.
+  const value_type* last_rows(const value_type* src) {
     const auto& runs = rows_.runs();
-    if (logit_test) {
-      host_logits_.resize(runs.size() * std::size_t(V));
-      std::size_t k = 0;
-      emit(x_, [](const piece&) { return std::int64_t(1); },
-           [&](const piece&) { return host_logits_.data() + (k++) * std::size_t(V); });
+    if (std::int64_t(runs.size()) == rows_.size()) return src;
+    const std::int64_t h = m_.dims().h;
+    for (std::size_t k = 0; k < runs.size(); ++k)
+      be_.copy(ws_.last() + std::int64_t(k) * h, src + (runs[k].row0 + runs[k].n - 1) * h, std::size_t(h));
+    return ws_.last();
+  }
+
+  // The HaltingPolicy decides on each piece's last token; converged pieces emit, finish and leave.
+  void exit_converged() {
+    const std::int64_t runs = std::int64_t(rows_.runs().size());
+    const value_type* logits = nullptr;
+    if (halting_policy::needs_logits(hopt_)) {
+      head_logits(x_, [](const piece&) { return std::int64_t(1); });
+      logits = ws_.logits();
     }
-    std::vector<std::uint8_t> done(runs.size(), 0);
-    bool any = false;
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      piece& p = pieces_[std::size_t(runs[k].seq)];
-      const float* xs = ws_.host_rows.data() + (runs[k].row0 + runs[k].n - 1) * h;
-      const float* lg = logit_test ? host_logits_.data() + k * std::size_t(V) : nullptr;
-      done[k] = halting_policy::update(*p.tracker, xs, lg, h) ? 1 : 0;
-      any = any || done[k];
-    }
-    if (any) leave(done, logit_test);
+    std::vector<std::uint8_t> done;
+    monitor_->decide(last_rows(x_), logits, runs, done);
+    if (std::find(done.begin(), done.end(), std::uint8_t(1)) != done.end()) leave(done, logits != nullptr);
   }
 
   // Pieces flagged in `done` (per run) write their outputs, finish, and their rows are compacted away.
@@ -236,11 +234,10 @@ class forward_pass {
       return false;
     };
     if (logits_ready) {
+      // The check's logits (one row per piece) are the exiting pieces' outputs.
       for (std::size_t k = 0; k < runs.size(); ++k) {
         const piece& p = pieces_[std::size_t(runs[k].seq)];
-        if (done[k] && p.out_rows > 0)
-          std::copy(host_logits_.begin() + std::ptrdiff_t(k) * V, host_logits_.begin() + std::ptrdiff_t(k + 1) * V,
-                    p.out);
+        if (done[k] && p.out_rows > 0) engine::download_floats(be_, ws_.logits() + std::int64_t(k) * V, V, p.out);
       }
     } else {
       // Exits decided on the state alone: the head runs now for the exiting pieces. (The coda
@@ -248,20 +245,22 @@ class forward_pass {
       emit(x_, [&](const piece& p) { return is_done(p) ? p.out_rows : std::int64_t(0); },
            [](const piece& p) { return p.out; });
     }
-    std::vector<std::uint8_t> keep(std::size_t(rows_.size()), 1);
+    std::vector<std::uint8_t> keep(std::size_t(rows_.size()), 1), keep_runs(runs.size(), 1);
     for (std::size_t k = 0; k < runs.size(); ++k) {
       if (!done[k]) continue;
       finish(runs[k], x_);
+      keep_runs[k] = 0;
       std::fill(keep.begin() + runs[k].row0, keep.begin() + runs[k].row0 + runs[k].n, std::uint8_t(0));
     }
     for (value_type* b : {x_, ws_.e(), ws_.e_part()}) engine::compact_rows(be_, b, h, keep, ws_.head());
     rows_ = rows_.kept(keep);
+    monitor_->keep(keep_runs);
   }
 
-  // Readout → head on every active row of src (left intact); logits of each piece's last
-  // rows_of(piece) rows go to dst_of(piece) (host float, [rows, V]).
-  template <class RowsOf, class DstOf>
-  void emit(const value_type* src, RowsOf&& rows_of, DstOf&& dst_of) {
+  // Readout → head on every active row of src (left intact): the logits of each piece's last
+  // rows_of(piece) rows, stacked in run order in ws.logits(). Returns the rows written.
+  template <class RowsOf>
+  std::int64_t head_logits(const value_type* src, RowsOf&& rows_of) {
     const std::int64_t h = m_.dims().h, V = m_.config().vocab_size;
     value_type* y = ws_.head();
     be_.copy(y, src, std::size_t(rows_.size() * h));
@@ -274,10 +273,18 @@ class forward_pass {
       be_.copy(g + m * h, y + (run.row0 + run.n - r) * h, std::size_t(r * h));
       m += r;
     }
-    if (m == 0) return;
+    if (m == 0) return 0;
     const head_args<backend_type, value_type> a{be_, g, m, h, V, m_.weights().ln_f.data(), m_.dims().eps,
                                                 m_.output_weight(), ws_.logits()};
     arch_type::head_policy::logits(a);
+    return m;
+  }
+
+  // head_logits, then each piece's rows to dst_of(piece) (host float, [rows, V]).
+  template <class RowsOf, class DstOf>
+  void emit(const value_type* src, RowsOf&& rows_of, DstOf&& dst_of) {
+    if (head_logits(src, rows_of) == 0) return;
+    const std::int64_t V = m_.config().vocab_size;
     std::int64_t off = 0;
     for (const auto& run : rows_.runs()) {
       piece& p = pieces_[std::size_t(run.seq)];
@@ -323,7 +330,7 @@ class forward_pass {
   engine::active_rows rows_;
   value_type* x_ = nullptr;
   value_type* alt_ = nullptr;
-  std::vector<float> host_logits_;  // exit tests: [active pieces, V]
+  std::optional<monitor_type> monitor_;  // the exit test, when this call may exit early
 };
 
 }  // namespace muninn

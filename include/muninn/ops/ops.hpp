@@ -9,6 +9,7 @@
 #include "muninn/ops/embedding.hpp"
 #include "muninn/ops/gather.hpp"
 #include "muninn/ops/gemm.hpp"
+#include "muninn/ops/halting.hpp"
 #include "muninn/ops/norm.hpp"
 #include "muninn/ops/reduce.hpp"
 #include "muninn/ops/rope.hpp"

@@ -61,16 +61,10 @@ template <class P> using routes_member = decltype(bool(P::routes));
 template <class P> using kv_storage = typename P::template storage<host_backend, float>;
 template <class P> using kv_num_slots = decltype(std::int64_t(P::num_slots(kv_layout{}, context_limits{})));
 template <class P> using early_exit_member = decltype(bool(P::early_exit));
-template <class P> using tracker_type = typename P::tracker;
 template <class P> using halting_resolve = decltype(halting_options(P::resolve(halting_options{})));
 template <class P> using halting_exits = decltype(bool(P::exits(halting_options{})));
 template <class P> using halting_needs_logits = decltype(bool(P::needs_logits(halting_options{})));
-template <class P> using halting_needs_state = decltype(bool(P::needs_state(halting_options{})));
-template <class P>
-using halting_start = decltype(P::start(halting_options{}, arg<const float*>(), std::int64_t(), std::int64_t()));
-template <class P>
-using halting_update = decltype(bool(P::update(arg<typename P::tracker>(), arg<const float*>(), arg<const float*>(),
-                                               std::int64_t())));
+template <class P> using halting_monitor = typename P::template monitor<host_backend, float>;
 template <class P> using head_logits = decltype(P::logits(arg<const head_args<host_backend, float>>()));
 template <class P> using input_scale = decltype(float(P::scale(std::int64_t())));
 template <class P>
@@ -151,22 +145,17 @@ constexpr bool check_kv_cache_policy() {
                         "static std::int64_t num_slots(const kv_layout&, const context_limits&)");
   return true;
 }
-/// \brief Checks HaltingPolicy: name, early_exit, tracker, resolve, exits, needs_logits, needs_state, start, update.
+/// \brief Checks HaltingPolicy: name, early_exit, resolve, exits, needs_logits, monitor<Backend, T>.
 template <class P>
 constexpr bool check_halting_policy() {
   MUNINN_REQUIRE_SLOT(P, "Halting", "a HaltingPolicy", halting);
   MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", early_exit_member, "static constexpr bool early_exit");
-  MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", tracker_type, "a per-token type `tracker`");
   MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_resolve, "static halting_options resolve(halting_options)");
   MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_exits, "static bool exits(const halting_options&)");
   MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_needs_logits,
                         "static bool needs_logits(const halting_options&)");
-  MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_needs_state,
-                        "static bool needs_state(const halting_options&)");
-  MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_start,
-                        "static tracker start(const halting_options&, const float* state, int64 h, int64 vocab)");
-  MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_update,
-                        "static bool update(tracker&, const float* state, const float* logits, int64 h)");
+  MUNINN_REQUIRE_MEMBER(P, "Halting", "a HaltingPolicy", halting_monitor,
+                        "template <class B, class T> using monitor (the per-call exit test)");
   return true;
 }
 /// \brief Checks HeadPolicy: name, logits.

@@ -3,31 +3,127 @@
 /// \brief HaltingPolicy (the "halting" slot): when a token's recurrence stops.
 ///
 /// Concept HaltingPolicy: `slot` = slot::halting, `name`, `early_exit` (whether per-token exit is
-/// compiled in), a per-token `tracker` type and these static functions:
-/// - `halting_options resolve(halting_options)`: the call's options with the policy's defaults filled in;
-/// - `bool exits(const halting_options&)`: whether this call may exit early at all;
-/// - `bool needs_logits(const halting_options&)`, `bool needs_state(const halting_options&)`: what
-///   `update` reads (logits cost a readout and head per check);
-/// - `tracker start(const halting_options&, const float* initial_state, std::int64_t h, std::int64_t vocab)`;
-/// - `bool update(tracker&, const float* state, const float* logits, std::int64_t h)`: true to exit.
-/// The engine calls `update` on the checked steps and turns the answers into a keep mask.
+/// compiled in), and
+/// - `static halting_options resolve(halting_options)`: the call's options with the policy's defaults;
+/// - `static bool exits(const halting_options&)`: whether this call may exit early at all;
+/// - `static bool needs_logits(const halting_options&)`: whether a check needs the next-token
+///   logits (they cost a readout and a head per check);
+/// - `template <class Backend, class T> using monitor = …`: a per-call object with constructor
+///   `(const Backend&, const halting_options&, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)`,
+///   `start(const T* x0, rows)` (states before the first step, backend memory),
+///   `decide(const T* x, const T* logits, rows, std::vector<std::uint8_t>& exit)` (backend rows in,
+///   one byte per row out) and `keep(const std::vector<std::uint8_t>& keep)` (drop the rows that left).
+/// The built-in criteria decide on the backend; only the byte mask reaches the host.
+/// `halting::on_host<Rule>` turns a per-token rule written on host floats into a policy.
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/engine/rows.hpp"
+#include "muninn/engine/transfer.hpp"
 #include "muninn/model/halting.hpp"
+#include "muninn/ops/ops.hpp"
 #include "muninn/policies/detect.hpp"
 
 namespace muninn {
 namespace halting {
+
+/// \brief The built-in criteria's per-call state on the backend: previous logits (kl), previous
+/// state (latent-diff, cosine), previous entropy, previous arg-max and run length — one row per
+/// active token, compacted as tokens leave.
+template <class Backend, class T>
+class criterion_monitor {
+ public:
+  /// \brief Allocates the state for up to `max_rows` tokens.
+  criterion_monitor(const Backend& be, const halting_options& o, std::int64_t max_rows, std::int64_t h,
+                    std::int64_t vocab)
+      : be_(be), c_(o.criterion), thr_(o.effective_threshold()), h_(h), V_(vocab) {
+    const auto R = std::size_t(max_rows);
+    const std::size_t width = std::size_t(c_ == halt_criterion::kl ? vocab : uses_state() ? h : 0);
+    prev_ = be.template alloc<T>(R * width);
+    tmp_ = be.template alloc<T>(R * width);
+    for (auto* b : {&stat_, &prev_stat_, &cos_, &tmp_f_}) *b = be.template alloc<float>(R);
+    for (auto* b : {&argmax_, &prev_argmax_, &count_, &tmp_i_}) *b = be.template alloc<std::int32_t>(R);
+    mask_ = be.template alloc<std::uint8_t>(R);
+  }
+
+  /// \brief Starts every row: uniform previous distribution, entropy 100, arg-max −1, or the
+  /// initial state, as the reference's trackers start.
+  void start(const T* x0, std::int64_t rows) {
+    if (c_ == halt_criterion::kl) be_.template fill_zero<T>(prev_.data(), std::size_t(rows * V_));
+    if (uses_state()) be_.copy(prev_.data(), x0, std::size_t(rows * h_));
+    const std::vector<float> entropy(std::size_t(rows), 100.0f);
+    const std::vector<std::int32_t> none(std::size_t(rows), -1), zero(std::size_t(rows), 0);
+    be_.upload(prev_stat_.data(), entropy.data(), entropy.size());
+    be_.upload(prev_argmax_.data(), none.data(), none.size());
+    be_.upload(count_.data(), zero.data(), zero.size());
+  }
+
+  /// \brief Each row's statistic and decision on the backend; the byte mask is downloaded.
+  void decide(const T* x, const T* logits, std::int64_t rows, std::vector<std::uint8_t>& exit) {
+    halt_rule_kind kind = halt_rule_kind::below;
+    const float* stat = stat_.data();
+    switch (c_) {
+      case halt_criterion::kl:
+        kl_rows(be_, prev_.data(), logits, rows, V_, stat_.data());
+        be_.copy(prev_.data(), logits, std::size_t(rows * V_));
+        break;
+      case halt_criterion::entropy_diff:
+        entropy_rows(be_, logits, rows, V_, stat_.data());
+        kind = halt_rule_kind::entropy_change;
+        break;
+      case halt_criterion::argmax_stable:
+        argmax_rows(be_, logits, rows, V_, argmax_.data());
+        kind = halt_rule_kind::argmax_run;
+        stat = nullptr;
+        break;
+      default:  // latent_diff, cosine
+        latent_change_rows(be_, x, prev_.data(), rows, h_, stat_.data(), cos_.data());
+        if (c_ == halt_criterion::cosine) stat = cos_.data();
+        be_.copy(prev_.data(), x, std::size_t(rows * h_));
+        break;
+    }
+    halt_decide(be_, kind, stat, argmax_.data(), prev_stat_.data(), prev_argmax_.data(), count_.data(), rows, thr_,
+                mask_.data());
+    exit.resize(std::size_t(rows));
+    be_.download(exit.data(), mask_.data(), std::size_t(rows));
+    be_.synchronize();
+  }
+
+  /// \brief Keeps the rows flagged in `keep`, in order.
+  void keep(const std::vector<std::uint8_t>& keep) {
+    const std::size_t width = std::size_t(c_ == halt_criterion::kl ? V_ : uses_state() ? h_ : 0);
+    if (width) engine::compact_rows(be_, prev_.data(), std::int64_t(width), keep, tmp_.data());
+    engine::compact_rows(be_, prev_stat_.data(), 1, keep, tmp_f_.data());
+    engine::compact_rows(be_, prev_argmax_.data(), 1, keep, tmp_i_.data());
+    engine::compact_rows(be_, count_.data(), 1, keep, tmp_i_.data());
+  }
+
+ private:
+  bool uses_state() const { return c_ == halt_criterion::latent_diff || c_ == halt_criterion::cosine; }
+
+  Backend be_;
+  halt_criterion c_;
+  double thr_;
+  std::int64_t h_, V_;
+  typename Backend::template buffer<T> prev_, tmp_;
+  typename Backend::template buffer<float> stat_, prev_stat_, cos_, tmp_f_;
+  typename Backend::template buffer<std::int32_t> argmax_, prev_argmax_, count_, tmp_i_;
+  typename Backend::template buffer<std::uint8_t> mask_;
+};
+
 namespace detail {
 
-/// \brief The criterion-driven rules below share everything but their default criterion.
+/// \brief The criterion-driven policies below share everything but their default criterion.
 template <halt_criterion Default, bool EarlyExit>
 struct criterion_rule {
   using slot = muninn::slot::halting;            ///< fills the Halting slot
   static constexpr bool early_exit = EarlyExit;  ///< whether per-token exit is compiled in
-  using tracker = halt_tracker;                  ///< per-token running statistic
+  /// \brief The per-call state: decisions on the backend.
+  template <class Backend, class T>
+  using monitor = criterion_monitor<Backend, T>;
 
   /// \brief Fills in the default criterion (and so its default threshold).
   static halting_options resolve(halting_options o) {
@@ -38,17 +134,16 @@ struct criterion_rule {
   static bool exits(const halting_options& o) { return o.criterion != halt_criterion::none; }
   /// \brief Logit criteria (kl, entropy-diff, argmax-stable) need the next-token distribution.
   static bool needs_logits(const halting_options& o) { return muninn::needs_logits(o.criterion); }
-  /// \brief State criteria (latent-diff, cosine) need the state.
-  static bool needs_state(const halting_options& o) {
-    return o.criterion == halt_criterion::latent_diff || o.criterion == halt_criterion::cosine;
-  }
-  /// \brief Starts a token's statistic from its initial state.
-  static tracker start(const halting_options& o, const float* x0, std::int64_t h, std::int64_t vocab) {
-    return halt_tracker(o.criterion, o.effective_threshold(), x0, h, vocab);
-  }
-  /// \brief Feeds a checked step; true when the token exits.
-  static bool update(tracker& t, const float* x, const float* logits, std::int64_t h) { return t.update(x, h, logits); }
 };
+
+template <class A>
+A& arg();
+template <class R> using rule_tracker = typename R::tracker;
+template <class R>
+using rule_start = decltype(R::start(halting_options{}, arg<const float*>(), std::int64_t(), std::int64_t()));
+template <class R>
+using rule_update = decltype(bool(R::update(arg<typename R::tracker>(), arg<const float*>(), arg<const float*>(),
+                                            std::int64_t())));
 
 }  // namespace detail
 
@@ -71,6 +166,68 @@ struct adaptive : detail::criterion_rule<halt_criterion::none, true> {
 /// \brief Per-token early exit on KL(p_{i-1} ‖ p_i) < 5e-4 unless a call chooses otherwise.
 struct kl_divergence : detail::criterion_rule<halt_criterion::kl, true> {
   static constexpr const char* name = "kl_divergence";  ///< spelling used in messages
+};
+
+/// \brief Runs a per-token rule written on host floats: each check downloads the rows' states
+/// (and logits when the rule asks) and calls the rule per row. For rules one writes in a few
+/// lines; the built-in criteria decide on the backend instead.
+///
+/// `Rule` provides `name`, a `tracker` type, `resolve`, `exits`, `needs_logits` (as a
+/// HaltingPolicy does) and `static tracker start(const halting_options&, const float* x0, h, vocab)`,
+/// `static bool update(tracker&, const float* x, const float* logits, h)` (true: exit).
+template <class Rule>
+struct on_host : Rule {
+  static_assert(muninn::detail::detected_v<Rule, detail::rule_tracker>,
+                "muninn::arch: the Halting slot needs a HaltingPolicy: halting::on_host<Rule> is missing a per-token "
+                "type `tracker`");
+  static_assert(muninn::detail::detected_v<Rule, detail::rule_start>,
+                "muninn::arch: the Halting slot needs a HaltingPolicy: halting::on_host<Rule> is missing static "
+                "tracker start(const halting_options&, const float* x0, int64 h, int64 vocab)");
+  static_assert(muninn::detail::detected_v<Rule, detail::rule_update>,
+                "muninn::arch: the Halting slot needs a HaltingPolicy: halting::on_host<Rule> is missing static bool "
+                "update(tracker&, const float* x, const float* logits, int64 h)");
+  using slot = muninn::slot::halting;  ///< fills the Halting slot
+  static constexpr bool early_exit = true;  ///< per-token exit is compiled in
+
+  /// \brief Downloads each check's rows and asks the rule per row.
+  template <class Backend, class T>
+  class monitor {
+   public:
+    /// \brief Room for `max_rows` rows.
+    monitor(const Backend& be, const halting_options& o, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)
+        : be_(be), o_(o), h_(h), V_(vocab), x_(std::size_t(max_rows * h)) {
+      if (Rule::needs_logits(o)) logits_.resize(std::size_t(max_rows * vocab));
+    }
+    /// \brief One tracker per row from its initial state.
+    void start(const T* x0, std::int64_t rows) {
+      engine::download_floats(be_, x0, rows * h_, x_.data());
+      trackers_.clear();
+      for (std::int64_t r = 0; r < rows; ++r) trackers_.push_back(Rule::start(o_, x_.data() + r * h_, h_, V_));
+    }
+    /// \brief The rule's answer for each row.
+    void decide(const T* x, const T* logits, std::int64_t rows, std::vector<std::uint8_t>& exit) {
+      engine::download_floats(be_, x, rows * h_, x_.data());
+      if (logits) engine::download_floats(be_, logits, rows * V_, logits_.data());
+      exit.assign(std::size_t(rows), 0);
+      for (std::int64_t r = 0; r < rows; ++r)
+        exit[std::size_t(r)] = Rule::update(trackers_[std::size_t(r)], x_.data() + r * h_,
+                                            logits ? logits_.data() + r * V_ : nullptr, h_);
+    }
+    /// \brief Drops the trackers of the rows that left.
+    void keep(const std::vector<std::uint8_t>& keep) {
+      std::size_t out = 0;
+      for (std::size_t r = 0; r < trackers_.size(); ++r)
+        if (keep[r]) trackers_[out++] = std::move(trackers_[r]);
+      trackers_.erase(trackers_.begin() + std::ptrdiff_t(out), trackers_.end());
+    }
+
+   private:
+    Backend be_;
+    halting_options o_;
+    std::int64_t h_, V_;
+    std::vector<float> x_, logits_;
+    std::vector<typename Rule::tracker> trackers_;
+  };
 };
 
 }  // namespace halting
