@@ -22,6 +22,7 @@
 #include "muninn/io/mapped_file.hpp"
 #include "muninn/io/npy.hpp"
 #include "muninn/io/safetensors.hpp"
+#include "test_io_util.hpp"
 
 namespace fs = std::filesystem;
 using muninn::dtype;
@@ -35,26 +36,12 @@ using ::testing::Not;
 
 namespace {
 
-// The message of the muninn::error `f` throws; a test failure when it throws nothing.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const muninn::error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a muninn::error";
-  return "<no error>";
-}
+using muninn_test::error_of;
+using muninn_test::write_bytes;
 
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  ASSERT_TRUE(out.good()) << p;
 }
 
 std::string le64(std::uint64_t v) {
@@ -75,22 +62,9 @@ std::string float_bytes(std::initializer_list<float> v) {
 }
 
 // Each test gets its own directory under the system temp dir, removed afterwards.
-class io_test : public ::testing::Test {
+class io_test : public muninn_test::temp_dir_test {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("muninn_test_io_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(counter++) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  io_test() : temp_dir_test("muninn_test_io_") {}
 };
 
 // ------------------------------------------------------------------------------------------- JSON

@@ -28,6 +28,7 @@
 #include "muninn/io/json.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/policies.hpp"
+#include "test_io_util.hpp"
 
 namespace fs = std::filesystem;
 using muninn::dtype;
@@ -40,22 +41,8 @@ using llama = muninn::family::llama;
 
 namespace {
 
-// The message of the muninn::error `f` throws; a test failure when it throws nothing.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const muninn::error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a muninn::error";
-  return "<no error>";
-}
-
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  ASSERT_TRUE(out.good()) << p;
-}
+using muninn_test::error_of;
+void write_text(const fs::path& p, const std::string& text) { muninn_test::write_bytes(p, text); }
 
 // ------------------------------------------------------------------------------------ config text
 
@@ -128,21 +115,9 @@ config_text v5_llama3() {
 }
 
 // Each test gets its own directory under the system temp dir, removed afterwards.
-class llama_test : public ::testing::Test {
+class llama_test : public muninn_test::temp_dir_test {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("muninn_test_llama_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(counter++) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  llama_test() : temp_dir_test("muninn_test_llama_") {}
   model_config read(const config_text& c) {
     write_text(dir_ / "config.json", c.str());
     return llama::read_config(dir_.string());
@@ -151,7 +126,6 @@ class llama_test : public ::testing::Test {
     write_text(dir_ / "config.json", c.str());
     return error_of([&] { llama::read_config(dir_.string()); });
   }
-  fs::path dir_;
 };
 
 void expect_same_config(const model_config& a, const model_config& b) {

@@ -5,23 +5,14 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/io/safetensors.hpp"
+#include "muninn/io/tensor_specs.hpp"
 
 namespace muninn::io {
-
-/// \brief One tensor a checkpoint is expected to hold.
-struct tensor_spec {
-  std::string name;                 ///< Hugging Face name, e.g. "transformer.core_block.0.attn.Wqkv.weight"
-  std::vector<std::int64_t> shape;  ///< expected extents
-  bool optional = false;            ///< may be absent (tied lm_head, freqs_cis); checked when present
-  int longer_dim = -1;              ///< a dimension that may exceed shape[longer_dim] (longer RoPE table)
-  std::string reason;               ///< the config values the shape follows from, for error messages
-};
 
 /// \brief Prefix that training checkpoints (torch.compile wrappers) put before every name.
 inline constexpr const char* huginn_training_prefix = "_orig_mod._original_module.";
@@ -85,55 +76,21 @@ inline std::size_t strip_huginn_prefixes(checkpoint& ckpt) { return ckpt.strip_p
 
 /// \brief Checks that `ckpt` holds exactly the tensors huginn_tensor_specs(cfg) lists, with those shapes.
 ///
-/// Reports, in one muninn::error with one line per problem: missing tensors with their expected
-/// shape and wrong shapes with the config values that imply the right one and the shard that holds
-/// the tensor (the first 8 of these), then one line naming the first few unknown extra tensors.
+/// Reports, in one muninn::error with one line per problem (check_tensor_specs): missing tensors
+/// with their expected shape, wrong shapes with the config values that imply the right one and the
+/// shard that holds the tensor, then the unknown extra tensors — first saying so when the names
+/// still carry the training prefix.
 inline void validate_huginn_checkpoint(const checkpoint& ckpt, const model_config& cfg) {
-  const std::string cfg_src = cfg.source.empty() ? "config.json" : cfg.source;
-  const std::vector<tensor_spec> specs = huginn_tensor_specs(cfg);
-  constexpr std::size_t max_lines = 8;
-  std::vector<std::string> problems;
-  std::size_t n_problems = 0;
-  const auto report = [&](std::string line) {
-    if (n_problems++ < max_lines) problems.push_back(std::move(line));
-  };
-
-  std::unordered_set<std::string> expected;
-  for (const tensor_spec& s : specs) {
-    expected.insert(s.name);
-    const tensor_info* t = ckpt.find(s.name);
-    if (!t) {
-      if (!s.optional)
-        report(ckpt.source() + ": missing tensor '" + s.name + "' (expected shape " + shape_string(s.shape) + ")");
-      continue;
-    }
-    bool ok = t->shape.size() == s.shape.size();
-    for (std::size_t d = 0; ok && d < s.shape.size(); ++d)
-      ok = t->shape[d] == s.shape[d] || (int(d) == s.longer_dim && t->shape[d] > s.shape[d]);
-    if (!ok)
-      report(t->file + ": tensor '" + s.name + "' has shape " + shape_string(t->shape) + " but " + cfg_src + " (" +
-             s.reason + ") implies " + shape_string(s.shape));
-  }
-
-  std::size_t n_extra = 0, n_prefixed = 0;
-  std::string extras;
-  for (const tensor_info& t : ckpt.tensors()) {
-    if (expected.count(t.name)) continue;
-    if (t.name.rfind(huginn_training_prefix, 0) == 0) ++n_prefixed;
-    if (n_extra++ < 5) extras += std::string(n_extra > 1 ? ", " : "") + "'" + t.name + "' (in " + t.file + ")";
-  }
-  if (n_problems == 0 && n_extra == 0) return;
-
+  const tensor_spec_report r =
+      check_tensor_specs(ckpt, huginn_tensor_specs(cfg), cfg.source.empty() ? "config.json" : cfg.source);
+  if (r.ok()) return;
+  std::size_t n_prefixed = 0;
+  for (const tensor_info* t : r.extras) n_prefixed += t->name.rfind(huginn_training_prefix, 0) == 0;
   std::string msg;
   if (n_prefixed)
-    msg += ckpt.source() + ": tensor names carry the training prefix '" + huginn_training_prefix +
-           "'; call strip_huginn_prefixes() (open_huginn_checkpoint() does) before validating\n";
-  for (std::size_t i = 0; i < problems.size(); ++i) msg += (i ? "\n" : "") + problems[i];
-  if (n_problems > problems.size()) msg += "\n(and " + std::to_string(n_problems - problems.size()) + " more problems)";
-  if (n_extra)
-    msg += std::string(msg.empty() ? "" : "\n") + ckpt.source() + ": " + std::to_string(n_extra) +
-           " unexpected tensor(s) not in the Huginn layout: " + extras + (n_extra > 5 ? ", ..." : "");
-  throw error(msg);
+    msg = ckpt.source() + ": tensor names carry the training prefix '" + huginn_training_prefix +
+          "'; call strip_huginn_prefixes() (open_huginn_checkpoint() does) before validating\n";
+  throw error(msg + r.message(ckpt.source(), "Huginn"));
 }
 
 /// \brief Opens a Huginn checkpoint, strips training prefixes and validates it against `cfg`.

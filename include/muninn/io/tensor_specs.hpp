@@ -4,16 +4,25 @@
 /// weight is loaded: one report of every missing tensor, wrong shape and unexpected extra tensor.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "muninn/core/error.hpp"
 #include "muninn/io/safetensors.hpp"
-// io::tensor_spec is still defined next to the Huginn names; once it moves here, this include goes.
-#include "muninn/io/huginn_names.hpp"
 
 namespace muninn::io {
+
+/// \brief One tensor a checkpoint is expected to hold.
+struct tensor_spec {
+  std::string name;                 ///< Hugging Face name, e.g. "transformer.core_block.0.attn.Wqkv.weight"
+  std::vector<std::int64_t> shape;  ///< expected extents
+  bool optional = false;            ///< may be absent (tied lm_head, freqs_cis); checked when present
+  int longer_dim = -1;              ///< a dimension that may exceed shape[longer_dim] (longer RoPE table)
+  std::string reason;               ///< the config values the shape follows from, for error messages
+};
+
 
 /// \brief The outcome of check_tensor_specs: the problems found, worded for a person.
 struct tensor_spec_report {
