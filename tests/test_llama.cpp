@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "muninn/families/llama/arch.hpp"
+#include "muninn/io/chat_template.hpp"
+#include "muninn/io/tokenizer.hpp"
 #include "muninn/muninn.hpp"
 #include "test_util.hpp"
 
@@ -96,6 +98,29 @@ TEST(Llama, KvCacheIsOneSlotPerLayer) {
   EXPECT_EQ(ctx.num_slots(), 2);
   // 2 layers × (K + V) × 2 KV heads × head_dim 16 × 4 bytes
   EXPECT_EQ(ctx.kv_bytes_per_token(), std::size_t(2 * 2 * 2 * 16 * 4));
+}
+
+}  // namespace
+
+namespace {
+
+// Text in through the checkpoint's own files: tokenizer.json (BOS from the post-processor) and the
+// chat template of tokenizer_config.json give the ids transformers gives.
+TEST(Llama, TokenizerAndChatTemplateMatchTransformers) {
+  const std::string dir = llama_dir + "tiny_text";
+  const io::json want = io::read_json_file(dir + "/expected.json");
+  const auto tok = io::tokenizer::from_file(dir + "/tokenizer.json");
+  EXPECT_EQ(tok.encode(want.at("prompt_text").as_string(), true), ids_of(want.at("prompt_ids")));
+  EXPECT_EQ(tok.encode(want.at("prompt_text").as_string(), false), ids_of(want.at("prompt_ids_no_bos")));
+  std::vector<io::chat_message> messages;
+  for (const auto& m : want.at("chat").at("messages").as_array())
+    messages.push_back({m.at("role").as_string(), m.at("content").as_string()});
+  const io::json cfg = io::read_json_file(dir + "/tokenizer_config.json");
+  const std::string text = io::chat_template::from_config(cfg, dir + "/tokenizer_config.json")
+                               .render(messages, want.at("chat").at("add_generation_prompt").as_bool(),
+                                       io::chat_template::special_tokens(cfg));
+  EXPECT_EQ(text, want.at("chat").at("text").as_string());
+  EXPECT_EQ(tok.encode(text, false), ids_of(want.at("chat").at("ids")));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "demo.hpp"
 #include "families.hpp"
 #include "specs.hpp"
+#include "muninn/io/chat_template.hpp"
 #include "muninn/io/tokenizer.hpp"
 #include "muninn/muninn.hpp"
 
@@ -134,12 +135,36 @@ int cmd_forward(int argc, char** argv) {
                                               [&](const auto& m) { return cli::forward_with(m, a, ids); });
 }
 
+// The conversation of --chat (and --system) rendered with the checkpoint's chat template, from
+// tokenizer_config.json when it has one (Huginn's own template otherwise), as token ids. The
+// template writes any BOS itself, so the text is encoded without the post-processor.
+std::vector<std::int32_t> chat_ids(const cli::args& a, const std::string& dir, const io::tokenizer& tok) {
+  std::vector<io::chat_message> messages;
+  if (a.has("--system")) messages.push_back({"system", a.get("--system")});
+  messages.push_back({"user", a.get("--chat")});
+  const std::string cfg_path = dir + "/tokenizer_config.json";
+  if (std::filesystem::exists(cfg_path)) {
+    const io::json cfg = io::read_json_file(cfg_path);
+    if (cfg.find("chat_template"))
+      return tok.encode(io::chat_template::from_config(cfg, cfg_path).render(messages, true,
+                                                                             io::chat_template::special_tokens(cfg)),
+                        false);
+  }
+  MUNINN_CHECK(cli::detect_model(dir) != cli::model_kind::llama, "--chat needs a chat template: ", cfg_path,
+               " has no \"chat_template\"");
+  return tok.encode_chat(messages, true);
+}
+
 std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir, std::optional<io::tokenizer>& tok) {
-  MUNINN_CHECK(a.has("--tokens") != a.has("--prompt"), "give exactly one of --tokens and --prompt");
+  MUNINN_CHECK(int(a.has("--tokens")) + int(a.has("--prompt")) + int(a.has("--chat")) == 1,
+               "give exactly one of --tokens, --prompt and --chat");
+  MUNINN_CHECK(!a.has("--system") || a.has("--chat"), "--system needs --chat");
   if (a.has("--tokens")) return cli::args::parse_ids(a.get("--tokens"), "--tokens");
   const std::string path = dir + "/tokenizer.json";
-  MUNINN_CHECK(std::filesystem::exists(path), "--prompt needs a tokenizer: ", path, " does not exist");
+  MUNINN_CHECK(std::filesystem::exists(path), a.has("--chat") ? "--chat" : "--prompt",
+               " needs a tokenizer: ", path, " does not exist");
   tok.emplace(io::tokenizer::from_file(path));
+  if (a.has("--chat")) return chat_ids(a, dir, *tok);
   // Llama tokenizers put BOS in front through their post-processor, as transformers does by
   // default; Huginn's post-processor appends an end-of-text token, which a prompt must not get.
   const bool add_special = cli::detect_model(dir) == cli::model_kind::llama;

@@ -71,13 +71,15 @@ inline std::vector<flag_spec> generate_only_flags() {
 }
 
 inline command_spec generate_spec() {
-  command_spec s{"generate", "--model DIR (--tokens 1,2,3 | --prompt TEXT) --max-new-tokens N [flags]",
+  command_spec s{"generate", "--model DIR (--tokens 1,2,3 | --prompt TEXT | --chat TEXT) --max-new-tokens N [flags]",
                  "decode with the KV cache, greedy or sampled, at fixed depth or with early exit",
                  {model_flag(),
                   {"--tokens", "1,2,3", "prompt token ids", true},
                   {"--prompt", "TEXT", "prompt text, encoded with DIR/tokenizer.json", true},
+                  {"--chat", "TEXT", "a user message, rendered with the chat template of DIR/tokenizer_config.json", true},
+                  {"--system", "TEXT", "with --chat: a system message before the user's"},
                   {"--max-new-tokens", "N", "tokens to generate at most, >= 0", true}},
-                 std::string("Prints the decoded text (with --prompt), the steps per token (with --show-steps) and,\n"
+                 std::string("Prints the decoded text (with --prompt or --chat), the steps per token (with --show-steps) and,\n"
                              "as the last line, the generated ids, comma-separated.\n"
                              "Decoding is greedy unless a sampling flag (--temperature, --top-k, --top-p, --min-p,\n"
                              "--repetition-penalty) is given without --greedy.\n\n") +
