@@ -132,3 +132,65 @@ TEST(Routing, GatherThenGatedScatterAddUpdatesOnlyPickedRows) {
 }
 
 }  // namespace
+
+namespace {
+
+// A cache whose reads hand attention the rows in reverse order, each with its position: attention
+// must mask by position, not by row order, and give what the plain per-layer cache gives. This is
+// the path a ragged cache (only some tokens per recursion) takes.
+template <class Backend, class T>
+class reversed_cache : public engine::slot_cache<Backend, T, kv_cache::per_layer> {
+  using base = engine::slot_cache<Backend, T, kv_cache::per_layer>;
+
+ public:
+  reversed_cache(const Backend& be, const kv_layout& lay, const context_limits& lim)
+      : base(be, lay, lim), be_(be), kvd_(lay.kv_dim), k_(be.template alloc<T>(std::size_t(lim.max_tokens * lay.kv_dim))),
+        v_(be.template alloc<T>(std::size_t(lim.max_tokens * lay.kv_dim))),
+        pos_(be.template alloc<std::int32_t>(std::size_t(lim.max_tokens))) {}
+  kv_read<T> read(layer_group g, std::int64_t step, std::int64_t layer, const engine::row_run& run,
+                  const std::vector<std::int32_t>&) {
+    const kv_slot<T> s = this->slot(g, step, layer);
+    const std::int64_t n = run.pos0 + run.n;
+    std::vector<std::int32_t> pos(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t p = n - 1 - i;
+      be_.copy(k_.data() + i * kvd_, s.k + p * kvd_, std::size_t(kvd_));
+      be_.copy(v_.data() + i * kvd_, s.v + p * kvd_, std::size_t(kvd_));
+      pos[std::size_t(i)] = std::int32_t(p);
+    }
+    be_.upload(pos_.data(), pos.data(), pos.size());
+    return kv_read<T>{k_.data(), v_.data(), n, pos_.data()};
+  }
+
+ private:
+  Backend be_;
+  std::int64_t kvd_;
+  typename Backend::template buffer<T> k_, v_;
+  typename Backend::template buffer<std::int32_t> pos_;
+};
+
+struct reversed_kv {
+  using slot = muninn::slot::kv_cache;
+  static constexpr const char* name = "reversed";
+  template <class Backend, class T>
+  using storage = reversed_cache<Backend, T>;
+  static std::int64_t num_slots(const kv_layout& l, const context_limits& lim) {
+    return kv_cache::per_layer::num_slots(l, lim);
+  }
+};
+
+TEST(KvCache, ReadsWithKeyPositionsMaskByPosition) {
+  using plain = model<host_backend, float, llama_arch>;
+  using reversed = model<host_backend, float, llama_arch::with<reversed_kv>>;
+  const std::string dir = std::string(MUNINN_TEST_DATA) + "/llama/tiny_untied_gqa";
+  const std::vector<std::int32_t> a = {3, 14, 15, 92, 65}, b = {35, 89, 79};
+  const plain p = plain::load(dir);
+  const reversed r = reversed::load(dir);
+  auto pc = p.make_context(16);
+  auto rc = r.make_context(16);
+  // A prefill (several queries against their own keys) and a continuation against the cache.
+  EXPECT_LE(muninn_test::max_abs_diff(r.forward(rc, a), p.forward(pc, a)), 1e-5);
+  EXPECT_LE(muninn_test::max_abs_diff(r.forward(rc, b), p.forward(pc, b)), 1e-5);
+}
+
+}  // namespace

@@ -58,12 +58,17 @@ struct kv_read {
   const T* k;        ///< keys
   const T* v;        ///< values
   std::int64_t nkv;  ///< rows
+  /// \brief Backend memory: the position of each key row, for a cache whose rows are not the
+  /// positions 0 … nkv−1 (a ragged cache keeps only some tokens); attention then masks by
+  /// position. nullptr: the bottom-right causal mask over row order.
+  const std::int32_t* k_pos = nullptr;
 };
 
 /// \brief Where each run of a layer call writes its keys/values and what it reads.
 template <class T>
 struct kv_views {
   std::vector<kv_slot<T>> write;  ///< per run: the slot its new K/V rows go to (rows pos0 … pos0+n−1)
+  const std::int32_t* row_pos = nullptr;  ///< backend memory: each stacked row's position (for reads with k_pos)
   /// \brief Per run: the rows it attends to (its slot's rows [0, pos0 + n) when empty).
   std::function<kv_read<T>(std::size_t run, const engine::row_run&)> read;
 };
@@ -108,8 +113,15 @@ class layer_pass {
       Rope::apply(be_, q, g.n, qd, d_.n_heads, d_.head_dim, qb, rope_, g.pos0);
       Rope::apply(be_, k, g.n, kvd, d_.n_kv_heads, d_.head_dim, qb ? qb + qd : nullptr, rope_, g.pos0);
       const kv_read<T> r = kv_.read ? kv_.read(i, g) : kv_read<T>{kv_.write[i].k, kv_.write[i].v, g.pos0 + g.n};
-      detail::attention_op(be_, q, qd, r.k, r.v, kvd, s_.attn + g.row0 * qd, qd, g.n, r.nkv, d_.n_heads, d_.n_kv_heads,
-                        d_.head_dim, scale);
+      T* out = s_.attn + g.row0 * qd;
+      if (r.k_pos) {
+        MUNINN_CHECK(kv_.row_pos != nullptr, "a KV read with key positions needs the rows' positions");
+        detail::attention_op(be_, q, qd, r.k, r.v, kvd, out, qd, g.n, r.nkv, d_.n_heads, d_.n_kv_heads, d_.head_dim,
+                             scale, attn_mask::causal, kv_.row_pos + g.row0, r.k_pos);
+      } else {
+        detail::attention_op(be_, q, qd, r.k, r.v, kvd, out, qd, g.n, r.nkv, d_.n_heads, d_.n_kv_heads, d_.head_dim,
+                             scale);
+      }
     }
     linear(s_.attn, qd, w_.attn_proj, w_.o_bias, d_.h, s_.proj);
   }

@@ -31,6 +31,7 @@ class workspace {
     v_tmp_ = be.template alloc<T>(R * d.kv_dim());
     logits_ = be.template alloc<T>(R * vocab);
     ids_ = be.template alloc<std::int32_t>(R);
+    pos_ = be.template alloc<std::int32_t>(R);
     host_ids.resize(R);
     host_rows.resize(R * d.h);
   }
@@ -50,6 +51,7 @@ class workspace {
   T* last() { return last_.data(); }        ///< each run's last row, gathered for exit tests [rows, h]
   T* logits() { return logits_.data(); }    ///< head output [rows, V]
   std::int32_t* ids() { return ids_.data(); }  ///< token ids on the backend [rows]
+  std::int32_t* pos() { return pos_.data(); }  ///< each row's position on the backend [rows]
 
   std::vector<std::int32_t> host_ids;  ///< staging of the ids
   std::vector<float> host_rows;        ///< states downloaded for trajectory hooks [rows, h]
@@ -57,7 +59,7 @@ class workspace {
  private:
   std::int64_t rows_;
   buffer e_, x_, alt_, e_part_, head_, normed_, last_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
-  typename Backend::template buffer<std::int32_t> ids_;
+  typename Backend::template buffer<std::int32_t> ids_, pos_;
 };
 
 }  // namespace muninn

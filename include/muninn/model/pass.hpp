@@ -74,6 +74,7 @@ class forward_pass {
                  " rows");
     x_ = ws.x();
     alt_ = ws.alt();
+    upload_positions();
   }
 
   /// \brief Runs the Arch's schedule, then records the new tokens in their contexts.
@@ -113,6 +114,7 @@ class forward_pass {
     const auto& layers = m_.layers(group);
     for (std::size_t j = 0; j < layers.size(); ++j) {
       kv_views<value_type> kv;
+      kv.row_pos = ws_.pos();
       for (const auto& run : rows_.runs()) kv.write.push_back(ctx_of(run).kv_.slot(group, step, std::int64_t(j)));
       kv.read = [&, j](std::size_t, const engine::row_run& run) {
         auto& c = ctx_of(run);
@@ -254,7 +256,15 @@ class forward_pass {
     }
     for (value_type* b : {x_, ws_.e(), ws_.e_part()}) engine::compact_rows(be_, b, h, keep, ws_.head());
     rows_ = rows_.kept(keep);
+    upload_positions();
     monitor_->keep(keep_runs);
+  }
+
+  // The rows' positions on the backend, for caches that attend by position.
+  void upload_positions() {
+    std::vector<std::int32_t> pos(std::size_t(rows_.size()));
+    for (std::int64_t i = 0; i < rows_.size(); ++i) pos[std::size_t(i)] = std::int32_t(rows_.pos(i));
+    be_.upload(ws_.pos(), pos.data(), pos.size());
   }
 
   // Readout → head on every active row of src (left intact): the logits of each piece's last
