@@ -102,6 +102,31 @@ TEST(Halting, KlDivergencePolicyExitsAtItsDefaultThreshold) {
   EXPECT_LT(*std::min_element(got.begin(), got.end()), 32);
 }
 
+// The exit test's state is kept by the workspace across calls: switching criteria from call to
+// call on one context gives what fresh contexts give.
+TEST(Halting, CriteriaCanChangeBetweenCallsOnOneContext) {
+  const auto& m = tiny();
+  const std::vector<std::int32_t> seq = {3, 40, 77, 120, 5};
+  const halt_criterion order[] = {halt_criterion::kl, halt_criterion::latent_diff, halt_criterion::argmax_stable,
+                                  halt_criterion::kl};
+  auto shared = m.make_context(8, 16);
+  for (std::size_t i = 0; i < 4; ++i) {
+    run_options o;
+    o.init = state_init::zero{};
+    o.steps = 16;
+    o.halt.criterion = order[i];
+    std::vector<std::int32_t> got, want;
+    o.steps_used = &got;
+    shared.reset();
+    const auto a = m.forward(shared, seq, o);
+    o.steps_used = &want;
+    auto fresh = m.make_context(8, 16);
+    const auto b = m.forward(fresh, seq, o);
+    EXPECT_EQ(got, want) << i;
+    EXPECT_EQ(a, b) << i;
+  }
+}
+
 TEST(Halting, ScheduleAndBounds) {
   const auto& m = tiny();
   run_options o;

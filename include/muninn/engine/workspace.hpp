@@ -4,6 +4,8 @@
 /// never allocate on the backend.
 
 #include <cstdint>
+#include <memory>
+#include <typeinfo>
 #include <vector>
 
 #include "muninn/engine/layer.hpp"
@@ -53,6 +55,18 @@ class workspace {
   std::int32_t* ids() { return ids_.data(); }  ///< token ids on the backend [rows]
   std::int32_t* pos() { return pos_.data(); }  ///< each row's position on the backend [rows]
 
+  /// \brief A policy's per-call object of type S kept across calls (the exit test's backend
+  /// buffers): made by `make()` the first time, or when a call needs another type, then reused,
+  /// so that decoding does not allocate per token.
+  template <class S, class Make>
+  S& reuse(Make&& make) {
+    if (!state_ || state_type_ != &typeid(S)) {
+      state_ = std::shared_ptr<void>(new S(make()), [](void* p) { delete static_cast<S*>(p); });
+      state_type_ = &typeid(S);
+    }
+    return *static_cast<S*>(state_.get());
+  }
+
   std::vector<std::int32_t> host_ids;  ///< staging of the ids
   std::vector<float> host_rows;        ///< states downloaded for trajectory hooks [rows, h]
 
@@ -60,6 +74,8 @@ class workspace {
   std::int64_t rows_;
   buffer e_, x_, alt_, e_part_, head_, normed_, last_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
   typename Backend::template buffer<std::int32_t> ids_, pos_;
+  std::shared_ptr<void> state_;               // see reuse()
+  const std::type_info* state_type_ = nullptr;
 };
 
 }  // namespace muninn

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -130,8 +129,9 @@ class forward_pass {
   void start_state() {
     for (const auto& run : rows_.runs()) start_piece(run);
     if (!exits_) return;
-    monitor_.emplace(be_, hopt_, ws_.rows(), m_.dims().h, m_.config().vocab_size);
-    monitor_->start(last_rows(x_), std::int64_t(rows_.runs().size()));
+    monitor_ = &ws_.template reuse<monitor_type>(
+        [&] { return monitor_type(be_, ws_.rows(), m_.dims().h, m_.config().vocab_size); });
+    monitor_->start(hopt_, last_rows(x_), std::int64_t(rows_.runs().size()));
   }
 
   /// \brief Once per call: the InjectionPolicy's precomputation.
@@ -340,7 +340,7 @@ class forward_pass {
   engine::active_rows rows_;
   value_type* x_ = nullptr;
   value_type* alt_ = nullptr;
-  std::optional<monitor_type> monitor_;  // the exit test, when this call may exit early
+  monitor_type* monitor_ = nullptr;  // the exit test (kept by the workspace), when this call may exit early
 };
 
 }  // namespace muninn

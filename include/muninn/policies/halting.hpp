@@ -8,9 +8,10 @@
 /// - `static bool exits(const halting_options&)`: whether this call may exit early at all;
 /// - `static bool needs_logits(const halting_options&)`: whether a check needs the next-token
 ///   logits (they cost a readout and a head per check);
-/// - `template <class Backend, class T> using monitor = …`: a per-call object with constructor
-///   `(const Backend&, const halting_options&, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)`,
-///   `start(const T* x0, rows)` (states before the first step, backend memory),
+/// - `template <class Backend, class T> using monitor = …`: the exit test, made once per workspace
+///   with `(const Backend&, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)` and reused
+///   by every call: `start(const halting_options&, const T* x0, rows)` (a call's options and its
+///   states before the first step, backend memory),
 ///   `decide(const T* x, const T* logits, rows, std::vector<std::uint8_t>& exit)` (backend rows in,
 ///   one byte per row out) and `keep(const std::vector<std::uint8_t>& keep)` (drop the rows that left).
 /// The built-in criteria decide on the backend; only the byte mask reaches the host.
@@ -36,22 +37,26 @@ namespace halting {
 template <class Backend, class T>
 class criterion_monitor {
  public:
-  /// \brief Allocates the state for up to `max_rows` tokens.
-  criterion_monitor(const Backend& be, const halting_options& o, std::int64_t max_rows, std::int64_t h,
-                    std::int64_t vocab)
-      : be_(be), c_(o.criterion), thr_(o.effective_threshold()), h_(h), V_(vocab) {
+  /// \brief Allocates the per-row state for up to `max_rows` tokens (the wide rows come with
+  /// the first call whose criterion needs them).
+  criterion_monitor(const Backend& be, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)
+      : be_(be), rows_(max_rows), h_(h), V_(vocab) {
     const auto R = std::size_t(max_rows);
-    const std::size_t width = std::size_t(c_ == halt_criterion::kl ? vocab : uses_state() ? h : 0);
-    prev_ = be.template alloc<T>(R * width);
-    tmp_ = be.template alloc<T>(R * width);
     for (auto* b : {&stat_, &prev_stat_, &cos_, &tmp_f_}) *b = be.template alloc<float>(R);
     for (auto* b : {&argmax_, &prev_argmax_, &count_, &tmp_i_}) *b = be.template alloc<std::int32_t>(R);
     mask_ = be.template alloc<std::uint8_t>(R);
   }
 
-  /// \brief Starts every row: uniform previous distribution, entropy 100, arg-max −1, or the
-  /// initial state, as the reference's trackers start.
-  void start(const T* x0, std::int64_t rows) {
+  /// \brief Starts a call: uniform previous distribution, entropy 100, arg-max −1, or the initial
+  /// state, as the reference's trackers start.
+  void start(const halting_options& o, const T* x0, std::int64_t rows) {
+    c_ = o.criterion;
+    thr_ = o.effective_threshold();
+    const std::size_t need = std::size_t(rows_) * width();
+    if (prev_.size() < need) {  // only when a wider criterion is asked for than before
+      prev_ = be_.template alloc<T>(need);
+      tmp_ = be_.template alloc<T>(need);
+    }
     if (c_ == halt_criterion::kl) be_.template fill_zero<T>(prev_.data(), std::size_t(rows * V_));
     if (uses_state()) be_.copy(prev_.data(), x0, std::size_t(rows * h_));
     const std::vector<float> entropy(std::size_t(rows), 100.0f);
@@ -94,8 +99,7 @@ class criterion_monitor {
 
   /// \brief Keeps the rows flagged in `keep`, in order.
   void keep(const std::vector<std::uint8_t>& keep) {
-    const std::size_t width = std::size_t(c_ == halt_criterion::kl ? V_ : uses_state() ? h_ : 0);
-    if (width) engine::compact_rows(be_, prev_.data(), std::int64_t(width), keep, tmp_.data());
+    if (width()) engine::compact_rows(be_, prev_.data(), std::int64_t(width()), keep, tmp_.data());
     engine::compact_rows(be_, prev_stat_.data(), 1, keep, tmp_f_.data());
     engine::compact_rows(be_, prev_argmax_.data(), 1, keep, tmp_i_.data());
     engine::compact_rows(be_, count_.data(), 1, keep, tmp_i_.data());
@@ -103,11 +107,13 @@ class criterion_monitor {
 
  private:
   bool uses_state() const { return c_ == halt_criterion::latent_diff || c_ == halt_criterion::cosine; }
+  // Elements of one row of the previous-value buffer: logits (kl), states, or none.
+  std::size_t width() const { return std::size_t(c_ == halt_criterion::kl ? V_ : uses_state() ? h_ : 0); }
 
   Backend be_;
-  halt_criterion c_;
-  double thr_;
-  std::int64_t h_, V_;
+  halt_criterion c_ = halt_criterion::none;
+  double thr_ = 0;
+  std::int64_t rows_, h_, V_;
   typename Backend::template buffer<T> prev_, tmp_;
   typename Backend::template buffer<float> stat_, prev_stat_, cos_, tmp_f_;
   typename Backend::template buffer<std::int32_t> argmax_, prev_argmax_, count_, tmp_i_;
@@ -194,12 +200,11 @@ struct on_host : Rule {
   class monitor {
    public:
     /// \brief Room for `max_rows` rows.
-    monitor(const Backend& be, const halting_options& o, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)
-        : be_(be), o_(o), h_(h), V_(vocab), x_(std::size_t(max_rows * h)) {
-      if (Rule::needs_logits(o)) logits_.resize(std::size_t(max_rows * vocab));
-    }
+    monitor(const Backend& be, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)
+        : be_(be), h_(h), V_(vocab), x_(std::size_t(max_rows * h)) {}
     /// \brief One tracker per row from its initial state.
-    void start(const T* x0, std::int64_t rows) {
+    void start(const halting_options& o, const T* x0, std::int64_t rows) {
+      o_ = o;
       engine::download_floats(be_, x0, rows * h_, x_.data());
       trackers_.clear();
       for (std::int64_t r = 0; r < rows; ++r) trackers_.push_back(Rule::start(o_, x_.data() + r * h_, h_, V_));
@@ -207,7 +212,10 @@ struct on_host : Rule {
     /// \brief The rule's answer for each row.
     void decide(const T* x, const T* logits, std::int64_t rows, std::vector<std::uint8_t>& exit) {
       engine::download_floats(be_, x, rows * h_, x_.data());
-      if (logits) engine::download_floats(be_, logits, rows * V_, logits_.data());
+      if (logits) {
+        logits_.resize(std::max(logits_.size(), std::size_t(rows * V_)));  // grows once, at the first logit rule
+        engine::download_floats(be_, logits, rows * V_, logits_.data());
+      }
       exit.assign(std::size_t(rows), 0);
       for (std::int64_t r = 0; r < rows; ++r)
         exit[std::size_t(r)] = Rule::update(trackers_[std::size_t(r)], x_.data() + r * h_,
