@@ -31,9 +31,10 @@
 namespace muninn {
 namespace halting {
 
-/// \brief The built-in criteria's per-call state on the backend: previous logits (kl), previous
-/// state (latent-diff, cosine), previous entropy, previous arg-max and run length — one row per
-/// active token, compacted as tokens leave.
+/// \brief The built-in criteria's exit test on the backend. Its state — previous logits (kl),
+/// previous state (latent-diff, cosine), previous entropy, previous arg-max and run length — has
+/// one row per active token, is compacted as tokens leave, and is restarted by every call (the
+/// workspace keeps the object, so its buffers are allocated once).
 template <class Backend, class T>
 class criterion_monitor {
  public:
