@@ -333,3 +333,40 @@ TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
   }
   EXPECT_GE(n, 20);
 }
+
+// Warm start never reaches into a prompt: however one call is split (chunks of max_chunk tokens
+// at fixed depth, single tokens under an exit criterion), the prompt's logits and steps are those
+// of the same call without warm start, at lengths around the chunk boundary and for every
+// criterion. The next call (a generated token fed back) does continue the last thought.
+TEST(WarmStart, NeverAppliesInsideOnePrefill) {
+  const auto& m = tiny();
+  const halt_criterion crits[] = {halt_criterion::none,          halt_criterion::kl,
+                                  halt_criterion::entropy_diff,  halt_criterion::latent_diff,
+                                  halt_criterion::argmax_stable, halt_criterion::cosine};
+  for (const halt_criterion c : crits)
+    for (const std::int64_t n : {3, 4, 5, 8, 9}) {
+      for (const warm_start w : {warm_start::raw, warm_start::normalized}) {
+        SCOPED_TRACE(std::to_string(int(c)) + " n=" + std::to_string(n) + " warm=" + std::to_string(int(w)));
+        std::vector<std::int32_t> prompt;
+        for (std::int64_t i = 0; i < n; ++i) prompt.push_back(std::int32_t((i * 37 + 5) % 128));
+        context_limits lim;
+        lim.max_tokens = 16;
+        lim.max_steps = 8;
+        lim.max_chunk = 4;  // prompts of 5, 8 and 9 tokens are fed in several chunks
+        run_options cold;
+        cold.init = state_init::zero{};
+        cold.steps = 8;
+        cold.halt.criterion = c;
+        run_options hot = cold;
+        hot.warm = w;
+        std::vector<std::int32_t> s_cold, s_hot;
+        cold.steps_used = &s_cold;
+        hot.steps_used = &s_hot;
+        auto a = m.make_context(lim), b = m.make_context(lim);
+        EXPECT_EQ(m.forward(a, prompt, cold), m.forward(b, prompt, hot));
+        EXPECT_EQ(s_cold, s_hot);
+        cold.steps_used = hot.steps_used = nullptr;
+        EXPECT_NE(m.forward(a, {7}, cold), m.forward(b, {7}, hot)) << "the next call continues the thought";
+      }
+    }
+}

@@ -936,9 +936,9 @@ class Huginn(nn.Module):
         fed in ONE lockstep forward (forward_adaptive_lockstep, the HF "first call"): all prompt
         tokens run the steps together and start from the init state.
         KV: AdaptiveKVCache with kv_budget (0: a slot per step) and fallback ("latest" | "none").
-        warm: None, "raw" (start each token fed alone, after the first fed position, from the
-        previous position's final raw state) or "normalized" (ln_f of that state, §6.1); after a
-        lockstep prompt the first new token starts from the last prompt token's final state.
+        warm: None, "raw" (start each generated token fed from the previous position's final raw
+        state) or "normalized" (ln_f of that state); the prompt always starts from the init state,
+        also when fed one token at a time, and the first new token continues the last prompt token.
         The new token is the argmax of the exit logits.
 
         Returns (new ids [1, n], steps per generated token [n], steps per fed position
@@ -968,10 +968,12 @@ class Huginn(nn.Module):
         new: List[int] = []
         prev_state: Optional[torch.Tensor] = None
 
-        def feed(tok: int) -> torch.Tensor:
+        def feed(tok: int, may_warm: bool) -> torch.Tensor:
+            # The prompt always starts from the init state (the reference continues thoughts
+            # only for generated tokens); each generated token may continue the previous one.
             nonlocal prev_state
             x0 = None
-            if warm in ("raw", "normalized") and prev_state is not None:
+            if may_warm and warm in ("raw", "normalized") and prev_state is not None:
                 x0 = prev_state if warm == "raw" else self.transformer["ln_f"](prev_state)
             lg, used, x, tr = self.forward_adaptive_token(
                 tok, cache, num_steps, criterion, threshold, min_steps, check_every, x0, init
@@ -997,12 +999,12 @@ class Huginn(nn.Module):
             prev_state, lg = states[-1], all_logits[-1]
         else:
             for tok in prompt:
-                lg = feed(tok)
+                lg = feed(tok, False)
         for i in range(max_new_tokens):
             nxt = int(torch.argmax(lg))
             new.append(nxt)
             if i + 1 < max_new_tokens:
-                lg = feed(nxt)
+                lg = feed(nxt, True)
         n_p = len(prompt)
         gen_steps = fed_steps[n_p - 1 :]
         assert len(gen_steps) == max_new_tokens

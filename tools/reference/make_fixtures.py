@@ -826,13 +826,13 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
     k12, k0 = by_name["budget12_kl_r12"][0], by_name["kl_r12"][0]
     assert k12["expected_tokens"] == k0["expected_tokens"] and k12["expected_fed_steps"] == k0["expected_fed_steps"]
     assert k12["expected_last_logits"] == k0["expected_last_logits"]
-    # warm start: the first forward starts from zero (the whole prompt when it is fed in lockstep,
-    # criterion none; else its first token), every later token from the previous fed position's
-    # final raw state, or from ln_f of it
+    # warm start: every prompt position starts from zero (in lockstep with criterion none, or one
+    # token at a time with an exit criterion: the prompt never continues a thought), every
+    # generated token from the previous fed position's final raw state, or from ln_f of it
     lnf = model.transformer["ln_f"]
     for name in ("warm_raw_fixed_r10", "warm_normalized_fixed_r10", "warm_raw_kl_r12", "warm_normalized_kl_r12"):
         _, det, fed, _, spec = by_name[name]
-        first = n_p if spec[2] == "none" else 1
+        first = n_p
         assert all(not det["x0"][t].any() for t in range(first))
         for t in range(first, len(fed)):
             prev = det["states"][t - 1]

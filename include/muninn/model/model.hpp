@@ -211,6 +211,7 @@ class model {
     p.ids = ids.data() + c0;
     p.n = n;
     p.offset = c0;
+    p.first_of_call = c0 == 0;
     if (which == logits_for::all) {
       p.out = out.data() + c0 * V;
       p.out_rows = n;

@@ -35,6 +35,10 @@ struct pass_piece {
   std::int64_t out_rows = 0;         ///< logit rows wanted (0: none)
   std::int64_t pos0 = 0;             ///< position of ids[0] in the sequence
   std::int64_t steps_done = 0;       ///< recurrence steps run so far
+  /// \brief Whether its first token may continue the sequence's last thought (warm start): only
+  /// the first piece of a call. Later pieces of the same call (chunks of one prefill, or the
+  /// one-token pieces of a prefill under an exit criterion) start from the initial state.
+  bool first_of_call = true;
 };
 
 /// \brief One stacked call of `Model` over pieces of one or more sequences.
@@ -179,7 +183,7 @@ class forward_pass {
     const std::int64_t h = m_.dims().h;
     value_type* x = x_ + run.row0 * h;
     std::int64_t first = 0;
-    if (opt_.warm != warm_start::none && ctx.has_last_state_) {
+    if (opt_.warm != warm_start::none && p.first_of_call && ctx.has_last_state_) {
       // Continuous CoT: the new token continues the previous token's thought.
       if (opt_.warm == warm_start::raw)
         be_.copy(x, ctx.last_state_.data(), std::size_t(h));
