@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/io/json.hpp"
 
 namespace muninn::io {
 
@@ -167,27 +168,6 @@ inline std::string to_str(const value& v) {
   return out;
 }
 
-/// A JSON string as Python's json.dumps(ensure_ascii=False) writes it.
-inline void append_json_str(std::string& out, const std::string& s) {
-  static const char hex[] = "0123456789abcdef";
-  out += '"';
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (u < 0x20) { out += "\\u00"; out += hex[u >> 4]; out += hex[u & 15]; }
-        else out += c;
-    }
-  }
-  out += '"';
-}
 
 /// json.dumps(v, indent=indent) with Python's separators (", "/": " without indent, ","/": " with one);
 /// indent < 0 means none.
@@ -202,7 +182,7 @@ inline void append_json(std::string& out, const value& v, int indent, int level 
     case value::kind::undefined: fail("tojson: an undefined value is not JSON serializable");
     case value::kind::none: out += "null"; return;
     case value::kind::boolean: out += v.b ? "true" : "false"; return;
-    case value::kind::string: append_json_str(out, v.s); return;
+    case value::kind::string: append_json_string(out, v.s); return;
     case value::kind::list:
       if (v.items->empty()) { out += "[]"; return; }
       out += '[';
@@ -222,7 +202,7 @@ inline void append_json(std::string& out, const value& v, int indent, int level 
         if (!first) out += sep;
         first = false;
         newline(level + 1);
-        append_json_str(out, key);
+        append_json_string(out, key);
         out += ": ";
         append_json(out, x, indent, level + 1);
       }

@@ -175,7 +175,8 @@ class json {
   object_t obj_;
 };
 
-/// \brief Appends `s` to `out` as a quoted JSON string (escaping quotes, backslashes, controls).
+/// \brief Appends `s` to `out` as a quoted JSON string (escaping quotes, backslashes, controls),
+/// byte for byte as Python's `json.dumps(ensure_ascii=False)` writes it (chat templates' `tojson`).
 inline void append_json_string(std::string& out, std::string_view s) {
   static const char hex[] = "0123456789abcdef";
   out += '"';
@@ -187,6 +188,8 @@ inline void append_json_string(std::string& out, std::string_view s) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
       default:
         if (u < 0x20) {
           out += "\\u00";
