@@ -58,7 +58,7 @@ inline model_kind huginn_kind(const io::json& cfg, const std::string& path) {
 
 /// \brief Reads `dir`/config.json and says which combination runs it.
 inline model_kind detect_model(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / "config.json").string();
+  const std::string path = io::config_json_path(dir);
   MUNINN_CHECK(std::filesystem::exists(path), path, " does not exist (a checkpoint directory holds config.json)");
   const io::json cfg = io::read_json_file(path);
   MUNINN_CHECK(cfg.is_object(), path, ": config must be a JSON object");
@@ -71,11 +71,11 @@ inline model_kind detect_model(const std::string& dir) {
 /// \brief The family name of a combination ("huginn" or "llama").
 inline const char* family_name(model_kind k) { return k == model_kind::llama ? "llama" : "huginn"; }
 
-/// \brief Loads the checkpoint at `dir` as the model type its config.json calls for and returns
-/// `f(model)`.
+/// \brief Loads the checkpoint at `dir` as the model type `kind` (detect_model of its config.json)
+/// and returns `f(model)`.
 template <class Backend, class T, class F>
-decltype(auto) with_model(const std::string& dir, const Backend& be, F&& f) {
-  switch (detect_model(dir)) {
+decltype(auto) with_model(model_kind kind, const std::string& dir, const Backend& be, F&& f) {
+  switch (kind) {
     case model_kind::llama: return f(model<Backend, T, llama_arch>::load(dir, be));
     case model_kind::huginn_add: return f(model<Backend, T, huginn_add_cli_arch>::load(dir, be));
     case model_kind::huginn_prenorm: return f(model<Backend, T, huginn_prenorm_cli_arch>::load(dir, be));

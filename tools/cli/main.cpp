@@ -131,14 +131,15 @@ int cmd_forward(int argc, char** argv) {
   if (dev.cuda) return cli::cuda_forward(dir, dev.bf16, a, ids);
 #endif
   (void)dev;
-  return cli::with_model<host_backend, float>(dir, host_backend{},
+  return cli::with_model<host_backend, float>(cli::detect_model(dir), dir, host_backend{},
                                               [&](const auto& m) { return cli::forward_with(m, a, ids); });
 }
 
 // The conversation of --chat (and --system) rendered with the checkpoint's chat template, from
 // tokenizer_config.json when it has one (Huginn's own template otherwise), as token ids. The
 // template writes any BOS itself, so the text is encoded without the post-processor.
-std::vector<std::int32_t> chat_ids(const cli::args& a, const std::string& dir, const io::tokenizer& tok) {
+std::vector<std::int32_t> chat_ids(const cli::args& a, const std::string& dir, cli::model_kind kind,
+                                   const io::tokenizer& tok) {
   std::vector<io::chat_message> messages;
   if (a.has("--system")) messages.push_back({"system", a.get("--system")});
   messages.push_back({"user", a.get("--chat")});
@@ -150,12 +151,13 @@ std::vector<std::int32_t> chat_ids(const cli::args& a, const std::string& dir, c
                                                                              io::chat_template::special_tokens(cfg)),
                         false);
   }
-  MUNINN_CHECK(cli::detect_model(dir) != cli::model_kind::llama, "--chat needs a chat template: ", cfg_path,
+  MUNINN_CHECK(kind != cli::model_kind::llama, "--chat needs a chat template: ", cfg_path,
                " has no \"chat_template\"");
   return tok.encode_chat(messages, true);
 }
 
-std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir, std::optional<io::tokenizer>& tok) {
+std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir, cli::model_kind kind,
+                                     std::optional<io::tokenizer>& tok) {
   MUNINN_CHECK(int(a.has("--tokens")) + int(a.has("--prompt")) + int(a.has("--chat")) == 1,
                "give exactly one of --tokens, --prompt and --chat");
   MUNINN_CHECK(!a.has("--system") || a.has("--chat"), "--system needs --chat");
@@ -164,10 +166,10 @@ std::vector<std::int32_t> prompt_ids(const cli::args& a, const std::string& dir,
   MUNINN_CHECK(std::filesystem::exists(path), a.has("--chat") ? "--chat" : "--prompt",
                " needs a tokenizer: ", path, " does not exist");
   tok.emplace(io::tokenizer::from_file(path));
-  if (a.has("--chat")) return chat_ids(a, dir, *tok);
+  if (a.has("--chat")) return chat_ids(a, dir, kind, *tok);
   // Llama tokenizers put BOS in front through their post-processor, as transformers does by
   // default; Huginn's post-processor appends an end-of-text token, which a prompt must not get.
-  const bool add_special = cli::detect_model(dir) == cli::model_kind::llama;
+  const bool add_special = kind == cli::model_kind::llama;
   auto ids = tok->encode(a.get("--prompt"), add_special);
   MUNINN_CHECK(!ids.empty(), "--prompt encodes to no tokens");
   return ids;
@@ -182,8 +184,9 @@ int cmd_generate(int argc, char** argv) {
   if (dev.cuda) cli::cuda_require_device();
 #endif
   const std::string dir = require_model_dir(a);
+  const cli::model_kind kind = cli::detect_model(dir);  // config.json is read once per command
   std::optional<io::tokenizer> tok;
-  const auto ids = prompt_ids(a, dir, tok);
+  const auto ids = prompt_ids(a, dir, kind, tok);
   a.require("--max-new-tokens");
   const std::int64_t max_new = a.get_int_min("--max-new-tokens", 0, 0);
   const io::tokenizer* tp = tok ? &*tok : nullptr;
@@ -192,7 +195,7 @@ int cmd_generate(int argc, char** argv) {
 #endif
   (void)dev;
   return cli::with_model<host_backend, float>(
-      dir, host_backend{}, [&](const auto& m) { return cli::generate_with(m, a, ids, tp, max_new); });
+      kind, dir, host_backend{}, [&](const auto& m) { return cli::generate_with(m, a, ids, tp, max_new); });
 }
 
 /// Library messages name option fields (`draft_steps`, `generate_options::lookahead`); a CLI

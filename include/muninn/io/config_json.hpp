@@ -162,13 +162,19 @@ inline model_config model_config_from_json(const json& root, const std::string& 
   return c;
 }
 
+/// \brief The config.json a path names: the path itself, or config.json inside it when it is a
+/// checkpoint directory.
+inline std::string config_json_path(const std::string& path_or_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path_or_dir, ec)) return path_or_dir;
+  return (std::filesystem::path(path_or_dir) / "config.json").string();
+}
+
 /// \brief Reads config.json.
 /// \param path_or_dir the file, or a checkpoint directory holding config.json
 /// \throws muninn::error naming the file and field on any problem (see model_config_from_json)
 inline model_config read_model_config(const std::string& path_or_dir) {
-  std::string path = path_or_dir;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path_or_dir, ec)) path = (std::filesystem::path(path_or_dir) / "config.json").string();
+  const std::string path = config_json_path(path_or_dir);
   return model_config_from_json(read_json_file(path), path);
 }
 

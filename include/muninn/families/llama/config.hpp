@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <limits>
 #include <string>
 
@@ -156,9 +155,7 @@ inline model_config llama_config_from_json(const json& root, const std::string& 
 /// \param path_or_dir the file, or a checkpoint directory holding config.json
 /// \throws muninn::error naming the file and field on any problem (see llama_config_from_json)
 inline model_config read_llama_config(const std::string& path_or_dir) {
-  std::string path = path_or_dir;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path_or_dir, ec)) path = (std::filesystem::path(path_or_dir) / "config.json").string();
+  const std::string path = config_json_path(path_or_dir);
   return llama_config_from_json(read_json_file(path), path);
 }
 
