@@ -234,11 +234,9 @@ class forward_pass {
   void leave(const std::vector<std::uint8_t>& done, bool logits_ready) {
     const auto runs = rows_.runs();
     const std::int64_t V = m_.config().vocab_size, h = m_.dims().h;
-    const auto is_done = [&](const piece& p) {
-      for (std::size_t k = 0; k < runs.size(); ++k)
-        if (done[k] && &pieces_[std::size_t(runs[k].seq)] == &p) return true;
-      return false;
-    };
+    std::vector<std::uint8_t> piece_done(pieces_.size(), 0);
+    for (std::size_t k = 0; k < runs.size(); ++k) piece_done[std::size_t(runs[k].seq)] = done[k];
+    const auto is_done = [&](const piece& p) { return piece_done[std::size_t(&p - pieces_.data())] != 0; };
     if (logits_ready) {
       // The check's logits (one row per piece) are the exiting pieces' outputs.
       for (std::size_t k = 0; k < runs.size(); ++k) {

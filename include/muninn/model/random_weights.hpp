@@ -8,6 +8,7 @@
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/dtype.hpp"
+#include "muninn/engine/transfer.hpp"
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/random.hpp"
 #include "muninn/ops/rope.hpp"
@@ -23,20 +24,14 @@ typename Backend::template buffer<T> random_tensor(const Backend& be, std::size_
   if (std_ > 0) fill_truncated_normal(host_backend{}, host.data(), std::int64_t(n), seed, stream, std_);
   stream += n;
   auto buf = be.template alloc<T>(n);
-  if constexpr (std::is_same_v<T, float>) {
-    be.upload(buf.data(), host.data(), n);
-  } else {
-    std::vector<T> staging(n);
-    for (std::size_t i = 0; i < n; ++i) staging[i] = from_float<T>(host[i]);
-    be.upload(buf.data(), staging.data(), n);
-  }
+  engine::upload_floats(be, buf.data(), host.data(), std::int64_t(n));
   if (counter) *counter += std::int64_t(n);
   return buf;
 }
 
 }  // namespace detail
 
-/// \brief Weights drawn as Huginn's training code initialises them ("takase" init of Huginn's training code):
+/// \brief Weights drawn as Huginn's training code initialises them (its "takase" init):
 /// truncated normal at ±3σ with σ = √(2/(5h)), output projections σ/√(2·depth), norms 1, qk_bias 0.
 ///
 /// \tparam Block the BlockPolicy, which fixes the number of norms per layer.
