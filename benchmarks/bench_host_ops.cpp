@@ -11,6 +11,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -184,6 +185,27 @@ void BM_softmax_argmax(benchmark::State& st) {
   st.counters["elems/s"] = benchmark::Counter(double(cols), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The two single-row GEMV kernels on weights cold in DRAM, as in decode: 400 MB of [N = 576, K]
+// matrices, each used once per iteration. kernel 0 = rows read one after another (gemv_rows),
+// 1 = the interleaved 8-row tile (gemm_small_m<1>); gemm_nt picks by K (gemv_rows_max_k).
+void BM_gemv_cold(benchmark::State& st) {
+  const i64 K = st.range(0), N = 576, kernel = st.range(1);
+  const i64 count = std::max<i64>(1, (400ll << 20) / (N * K * 4));
+  std::vector<std::vector<float>> w(std::size_t(count), random_vec(std::size_t(N * K), 3));
+  const auto x = random_vec(std::size_t(K), 4);
+  std::vector<float> y(static_cast<std::size_t>(N));
+  for (auto _ : st)
+    for (const auto& m : w) {
+      if (kernel == 0)
+        muninn::detail::gemv_rows(0, N, K, 1.0f, x.data(), m.data(), K, 0.0f, y.data());
+      else
+        muninn::detail::gemm_small_m<1>(0, N, K, 1.0f, x.data(), K, m.data(), K, 0.0f, y.data(), N);
+      benchmark::DoNotOptimize(y.data());
+    }
+  st.counters["weight_bytes/s"] =
+      benchmark::Counter(double(count * N * K * 4), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 using bench_fn = void (*)(benchmark::State&);
 
 // Registers `fn` once per argument list; the last argument is the thread count, which picks
@@ -223,6 +245,11 @@ void register_all() {
     if (a[0] == 1) gemv.push_back(a);
   add("BM_cblas_sgemv", BM_cblas_sgemv, gemv, gemm_names);
 #endif
+  std::vector<std::vector<std::int64_t>> cold;
+  for (i64 K : {576, 1024, 2048, 3072, 5280})
+    for (i64 kernel : {0, 1}) cold.push_back({K, kernel});
+  for (const auto& a : cold)
+    benchmark::RegisterBenchmark("BM_gemv_cold", BM_gemv_cold)->Args(a)->ArgNames({"K", "kernel"})->Unit(benchmark::kMillisecond);
   add("BM_rmsnorm", BM_rmsnorm, {{1, 5280, 1}, {128, 5280, 1}, {128, 5280, 2}}, {"rows", "cols", "threads"},
       benchmark::kNanosecond);
   add("BM_add_rmsnorm", BM_add_rmsnorm, {{1, 5280, 1}, {128, 5280, 2}}, {"rows", "cols", "threads"},

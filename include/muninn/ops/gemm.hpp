@@ -122,7 +122,8 @@ MUNINN_INLINE void gemm_dot_tile(std::int64_t K, const float* A, std::int64_t ld
 }
 
 /// \brief Longest row gemv_rows takes; above it the interleaved tile streams faster (both
-/// measured on weights cold in DRAM: rows 21 vs 13 GB/s at K = 576, tile 23 vs 15 at K = 5280).
+/// measured on weights cold in DRAM by BM_gemv_cold: rows 25 vs 14 GB/s at K = 576, tile 23 vs
+/// 17 at K = 5280).
 inline constexpr std::int64_t gemv_rows_max_k = 3072;
 
 /// \brief Matrix-vector product over rows [n0, n1) of B: C[n] = alpha·(a · B[n]) + beta·C[n].
@@ -329,7 +330,7 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
       switch (M) {
         case 1:
           // Short rows: one sequential stream. Long rows (K > 3072): the 8-row tile, whose
-          // interleaved streams keep more pages in flight (measured 23 vs 15 GB/s at K = 5280).
+          // interleaved streams keep more pages in flight (BM_gemv_cold: 23 vs 17 GB/s at K = 5280).
           if (K <= detail::gemv_rows_max_k)
             detail::gemv_rows(b, e, K, alpha, A, B, ldb, beta, C);
           else
