@@ -17,3 +17,4 @@
 #include "muninn/model/model.hpp"
 #include "muninn/ops/ops.hpp"
 #include "muninn/runtime/generate.hpp"
+#include "muninn/runtime/parallel_sampler.hpp"

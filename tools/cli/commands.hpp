@@ -130,6 +130,13 @@ inline halting_options halting_from(const args& a, std::int64_t steps) {
   MUNINN_CHECK(h.min_steps <= h.max_steps, "--min-steps ", h.min_steps, " exceeds --max-steps ", h.max_steps,
                a.has("--max-steps") ? "" : " (its default, the --steps depth)");
   h.check_every = a.get_int_min("--check-every", 1, 1);
+  const std::string parity = a.get("--exit-parity", "muninn");
+  MUNINN_CHECK(parity == "muninn" || parity == "reference", "--exit-parity must be muninn or reference, got '",
+               parity, "'");
+  if (parity == "reference") h.reference_parity();
+  if (a.has("--prefill-exit")) h.prefill = parse_prefill_exit(a.get("--prefill-exit"));
+  MUNINN_CHECK(h.criterion != halt_criterion::none || !(a.has("--exit-parity") || a.has("--prefill-exit")),
+               a.has("--exit-parity") ? "--exit-parity" : "--prefill-exit", " needs an --exit criterion");
   return h;
 }
 
@@ -232,17 +239,82 @@ class state_dump {
   std::vector<float> states_;
 };
 
+/// \brief The KV budget a --cache-lookup name stands for: "full" keeps every recurrence (0);
+/// "[latest-m4-]compress-s<N>" keeps N layer slots of the core, i.e. N / core layers recurrences
+/// (the reference's names; its "s4" is one recurrence of Huginn-0125's 4-layer core).
+inline std::int64_t kv_budget_of_lookup(const std::string& name, const model_config& cfg) {
+  if (name == "full") return 0;
+  const std::string tag = "compress-s";
+  const auto at = name.find(tag);
+  MUNINN_CHECK(at != std::string::npos && (at == 0 || name.substr(0, at) == "latest-m4-"),
+               "--cache-lookup: unknown strategy '", name, "' (full, latest-m4-compress-s<N>)");
+  const std::int64_t n = args::parse_int(name.substr(at + tag.size()), "--cache-lookup");
+  const std::int64_t core = cfg.n_layers_in_recurrent_block;
+  MUNINN_CHECK(n >= 1 && core >= 1 && n % core == 0, "--cache-lookup ", name, ": ", n,
+               " slots is not a whole number of recurrences of the ", core, "-layer core");
+  return n / core;
+}
+
+/// \brief --sampler parallel and its knobs, with the combinations it rules out.
+inline parallel_options parallel_from(const args& a, const model_config& cfg) {
+  parallel_options p;
+  p.inner_recurrence = a.get_int_min("--inner-recurrence", p.inner_recurrence, 1);
+  p.headway = a.get_int_min("--headway", p.headway, 1);
+  p.max_wavefront = a.get_int_min("--max-wavefront", p.max_wavefront, 0);
+  p.ema_embeds = float(a.get_double_in("--ema-embeds", p.ema_embeds, 0, 1));
+  p.state_noise_mixing = float(a.get_double_in("--state-noise-mixing", p.state_noise_mixing, 0, 1));
+  p.dampened_state_mixer = !a.has("--constant-noise");
+  p.sqrt_mixer = a.has("--sqrt-mixer");
+  if (a.has("--freeze")) p.freeze = parse_freeze_rule(a.get("--freeze"));
+  p.exit_threshold = a.get_double_min("--freeze-threshold", p.exit_threshold, 0);
+  p.continuous_compute = a.has("--continuous-compute");
+  if (a.has("--cache-lookup")) p.kv_budget = kv_budget_of_lookup(a.get("--cache-lookup"), cfg);
+  for (const char* f : {"--exit", "--warm-start", "--draft-steps", "--kv-budget", "--kv-fallback", "--dump-states"})
+    MUNINN_CHECK(!a.has(f), f, " does not apply to --sampler parallel");
+  return p;
+}
+
+/// \brief Whether --sampler asks for the parallel sampler (and no parallel flag is given without it).
+inline bool wants_parallel(const args& a) {
+  const std::string s = a.has("--sampler") ? a.get("--sampler") : "plain";
+  MUNINN_CHECK(s == "plain" || s == "parallel", "--sampler: unknown sampler '", s, "' (plain, parallel)");
+  if (s == "parallel") return true;
+  for (const char* f : {"--inner-recurrence", "--headway", "--max-wavefront", "--ema-embeds", "--state-noise-mixing",
+                        "--constant-noise", "--sqrt-mixer", "--freeze", "--freeze-threshold", "--continuous-compute",
+                        "--cache-lookup"})
+    MUNINN_CHECK(!a.has(f), f, " needs --sampler parallel");
+  return false;
+}
+
+/// \brief `muninn generate --sampler parallel` on a loaded model.
+template <class Model>
+int generate_parallel_with(const Model& m, const args& a, const std::vector<std::int32_t>& ids,
+                           const io::tokenizer* tok, const generate_options& g) {
+  const parallel_options p = parallel_from(a, m.config());
+  const parallel_result r = generate_parallel(m, ids, g, p);
+  std::cerr << "muninn: parallel sampler: " << r.diffusion_steps << " steps, " << r.core_passes
+            << " core passes, " << r.tokens_forward << " token-recurrences, " << r.cache_clears << " KV entries recomputed, "
+            << r.standing_waves << " standing waves\n";
+  if (tok) std::cout << tok->decode(r.tokens) << "\n";
+  if (a.has("--show-steps")) std::cout << join_ids(r.steps) << "\n";
+  std::cout << join_ids(r.tokens) << "\n";
+  return 0;
+}
+
 /// \brief `muninn generate` on a loaded model; `tok` decodes the output when the prompt was text.
 template <class Model>
 int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>& ids, const io::tokenizer* tok,
                   std::int64_t max_new) {
   const model_config& cfg = m.config();
   generate_options g = generate_options_from(a, cfg, max_new);
+  if (wants_parallel(a)) return generate_parallel_with(m, a, ids, tok, g);
   const std::int64_t total = std::int64_t(ids.size()) + max_new;
   MUNINN_CHECK(total <= cfg.block_size, "prompt of ", ids.size(), " tokens + ", max_new, " new tokens = ", total,
                " exceeds block_size ", cfg.block_size);
   const std::int64_t max_steps = max_steps_needed(m, g);
-  auto ctx = m.make_context(context_from(a, cfg, std::min(total + g.lookahead, cfg.block_size), max_steps));
+  context_limits lim = context_from(a, cfg, std::min(total + g.lookahead, cfg.block_size), max_steps);
+  if (g.run.halt.prefill == prefill_exit::prompt) lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(ids.size()));
+  auto ctx = m.make_context(lim);
   std::optional<state_dump> dump;
   if (a.has("--dump-states")) {
     dump.emplace(total, max_steps, cfg.n_embd);

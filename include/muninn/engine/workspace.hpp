@@ -24,7 +24,8 @@ class workspace {
   /// \brief Allocates everything for `rows` stacked tokens.
   workspace(const Backend& be, const layer_dims& d, std::int64_t vocab, std::int64_t rows) : rows_(rows) {
     const auto R = std::size_t(rows);
-    for (buffer* b : {&e_, &x_, &alt_, &e_part_, &head_, &normed_, &proj_, &last_}) *b = be.template alloc<T>(R * d.h);
+    for (buffer* b : {&e_, &x_, &alt_, &e_part_, &head_, &normed_, &proj_, &last_, &checked_})
+      *b = be.template alloc<T>(R * d.h);
     q_ = be.template alloc<T>(R * d.q_dim());
     attn_ = be.template alloc<T>(R * d.q_dim());
     mlp_in_ = be.template alloc<T>(R * 2 * d.inter);
@@ -51,6 +52,7 @@ class workspace {
   T* head() { return head_.data(); }        ///< readout copy / compaction scratch [rows, h]
   T* normed() { return normed_.data(); }    ///< normalised rows for a head [rows, h]
   T* last() { return last_.data(); }        ///< each run's last row, gathered for exit tests [rows, h]
+  T* checked() { return checked_.data(); }  ///< states at the last exit check (reference-parity outputs) [rows, h]
   T* logits() { return logits_.data(); }    ///< head output [rows, V]
   std::int32_t* ids() { return ids_.data(); }  ///< token ids on the backend [rows]
   std::int32_t* pos() { return pos_.data(); }  ///< each row's position on the backend [rows]
@@ -72,7 +74,7 @@ class workspace {
 
  private:
   std::int64_t rows_;
-  buffer e_, x_, alt_, e_part_, head_, normed_, last_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
+  buffer e_, x_, alt_, e_part_, head_, normed_, last_, checked_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
   typename Backend::template buffer<std::int32_t> ids_, pos_;
   std::shared_ptr<void> state_;               // see reuse()
   const std::type_info* state_type_ = nullptr;

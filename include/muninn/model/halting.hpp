@@ -55,6 +55,18 @@ inline bool needs_logits(halt_criterion c) {
   return c == halt_criterion::kl || c == halt_criterion::entropy_diff || c == halt_criterion::argmax_stable;
 }
 
+/// \brief How a call of several tokens (a prompt) exits under a criterion.
+enum class prefill_exit {
+  per_token,  ///< one token at a time, each exiting at its own step (Muninn's default)
+  prompt,     ///< all together, as the reference's first call: the whole call exits at one step
+};
+
+/// \brief What a token that never exits emits when the last step is not a check step.
+enum class unchecked_end {
+  final_step,    ///< the head on the final state (Muninn's default)
+  last_checked,  ///< logit criteria: the outputs of the last checked step, as the reference keeps them
+};
+
 /// \brief When and how a recurrence may stop early.
 struct halting_options {
   halt_criterion criterion = halt_criterion::policy_default;  ///< the statistic
@@ -62,9 +74,28 @@ struct halting_options {
   std::int64_t min_steps = 0; ///< no check before this many steps have run
   std::int64_t max_steps = -1;  ///< negative: the call's `steps`
   std::int64_t check_every = 1; ///< check at steps min_steps, min_steps + n, ... (0-based step index)
+  prefill_exit prefill = prefill_exit::per_token;  ///< how the tokens of one call exit
+  unchecked_end end = unchecked_end::final_step;   ///< outputs when the last step is not checked
+
+  /// \brief The reference's behaviour on both counts (whole-prompt exit, last checked outputs).
+  halting_options& reference_parity() {
+    prefill = prefill_exit::prompt;
+    end = unchecked_end::last_checked;
+    return *this;
+  }
+  /// \brief Whether 0-based step s is a check step of this schedule (the last step included,
+  /// which the reference checks and Muninn skips: an exit there changes nothing).
+  bool checks_at(std::int64_t s) const { return s >= min_steps && (s - min_steps) % check_every == 0; }
 
   /// \brief The threshold in force.
   double effective_threshold() const { return threshold < 0 ? default_threshold(criterion) : threshold; }
 };
+
+/// \brief Parses the CLI spelling: per-token, prompt.
+inline prefill_exit parse_prefill_exit(const std::string& s) {
+  if (s == "per-token") return prefill_exit::per_token;
+  if (s == "prompt") return prefill_exit::prompt;
+  fail("unknown prefill exit '", s, "' (per-token, prompt)");
+}
 
 }  // namespace muninn

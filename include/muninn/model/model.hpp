@@ -126,7 +126,8 @@ class model {
   ///
   /// With fixed depth, long inputs are processed in chunks of `max_chunk` tokens; each attends to
   /// the cache with a bottom-right causal mask, so chunked prefill equals a single pass. With an
-  /// exit criterion, tokens run one at a time so that each exits at its own step.
+  /// exit criterion, tokens run one at a time so that each exits at its own step — or, with
+  /// `prefill_exit::prompt`, all in one pass that exits at one step (the reference's prefill).
   std::vector<float> forward(context_type& ctx, const std::vector<std::int32_t>& ids, const run_options& opt = {},
                              logits_for which = logits_for::all) const {
     MUNINN_CHECK(!ids.empty(), "forward: no tokens given");
@@ -134,8 +135,12 @@ class model {
     const std::int64_t total = std::int64_t(ids.size()), V = cfg_.vocab_size;
     std::vector<float> out(std::size_t(which == logits_for::all ? total * V : V));
     if (opt.latents) opt.latents->assign(std::size_t(total * dims_.h), 0.0f);
+    if (opt.blend.mixed) opt.blend.mixed->assign(std::size_t(total * dims_.h), 0.0f);
     if (opt.steps_used) opt.steps_used->assign(std::size_t(total), 0);
-    const std::int64_t chunk = exits_early(opt) ? 1 : ctx.limits().max_chunk;
+    const std::int64_t chunk = exits_early(opt) ? (exits_together(opt) ? total : 1) : ctx.limits().max_chunk;
+    MUNINN_CHECK(chunk <= ctx.limits().max_chunk, "prefill_exit::prompt runs the ", total,
+                 " tokens of a call in one pass; the context's max_chunk is ", ctx.limits().max_chunk,
+                 " (make the context with max_chunk >= ", total, ")");
     for (std::int64_t c0 = 0; c0 < total; c0 += chunk) {
       std::vector<piece> pieces{make_piece(ctx, ids, c0, std::min(chunk, total - c0), out, which)};
       forward_pass<model>(*this, ctx.ws_, pieces, opt).run();
@@ -158,13 +163,14 @@ class model {
   /// \brief Feeds one list of tokens to each of several sequences at once; returns each row's logits
   /// ([n_r, V] or [1, V]). Rows may have different lengths and positions: the GEMMs run on all rows
   /// stacked (each weight is read once per call), attention runs per row on its own cache, so each
-  /// row gets exactly what it would get alone. `latents` and `given_state` are not used here.
+  /// row gets exactly what it would get alone. `latents`, `given_state` and `blend` are not used here.
   std::vector<std::vector<float>> forward_batch(workspace_type& ws, const std::vector<context_type*>& ctxs,
                                                 const std::vector<std::vector<std::int32_t>>& ids,
                                                 const run_options& opt = {}, logits_for which = logits_for::last) const {
     MUNINN_CHECK(ctxs.size() == ids.size(), "forward_batch: ", ctxs.size(), " contexts but ", ids.size(), " rows");
-    MUNINN_CHECK(opt.latents == nullptr && opt.given_state == nullptr,
-                 "forward_batch: latents and given_state are single-sequence options");
+    MUNINN_CHECK(opt.latents == nullptr && opt.given_state == nullptr && opt.blend.weight == 0.0f &&
+                     opt.blend.mixed == nullptr,
+                 "forward_batch: latents, given_state and blend are single-sequence options");
     std::vector<std::vector<float>> out(ids.size());
     std::int64_t longest = 0;
     for (std::size_t r = 0; r < ids.size(); ++r) {
@@ -175,8 +181,9 @@ class model {
       out[r].assign(std::size_t(which == logits_for::all ? n * cfg_.vocab_size : (n ? cfg_.vocab_size : 0)), 0.0f);
       longest = std::max(longest, n);
     }
-    // Fixed depth: every row's tokens in one stack. Adaptive: token t of every row, then t + 1, ...
-    const std::int64_t chunk = exits_early(opt) ? 1 : longest;
+    // Fixed depth or prefill_exit::prompt: every row's tokens in one stack. Adaptive per token:
+    // token t of every row, then t + 1, ...
+    const std::int64_t chunk = exits_early(opt) && !exits_together(opt) ? 1 : longest;
     for (std::int64_t c0 = 0; c0 < longest; c0 += chunk) {
       std::vector<piece> pieces;
       for (std::size_t r = 0; r < ids.size(); ++r) {
@@ -223,6 +230,7 @@ class model {
   }
 
   bool exits_early(const run_options& opt) const { return halting_policy::exits(resolve_halting(opt)); }
+  bool exits_together(const run_options& opt) const { return opt.halt.prefill == prefill_exit::prompt; }
 
   kv_layout kv_shape() const {
     return kv_layout{cfg_.n_layers_in_prelude, cfg_.n_layers_in_recurrent_block, cfg_.n_layers_in_coda,

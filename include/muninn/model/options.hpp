@@ -23,6 +23,17 @@ enum class warm_start {
 /// (0-based) and its raw state [h] (host memory).
 using step_hook = std::function<void(std::int64_t token, std::int64_t step, const float* state)>;
 
+/// \brief Mixes the prelude output of a call with earlier input embeddings of the same positions
+/// (the parallel sampler's embedding EMA, which smooths the inputs of positions whose tokens
+/// are still being revised): fed token i gets e_i ← (1−w)·e_i + w·previous_i when i < `rows`,
+/// else e_i ← (1−w)·e_i, as the reference does.
+struct input_blend {
+  float weight = 0.0f;                   ///< w in [0, 1]; the blend is off while 0 and `mixed` is null
+  const float* previous = nullptr;       ///< [rows, h] host memory: earlier embeddings of the first fed tokens
+  std::int64_t rows = 0;                 ///< how many fed tokens have a previous embedding
+  std::vector<float>* mixed = nullptr;   ///< receives the blended embeddings [n_tokens, h] when set
+};
+
 /// \brief Per-call options of a forward pass.
 struct run_options {
   std::int64_t steps = -1;             ///< recurrence steps; -1 means config.mean_recurrence
@@ -34,6 +45,7 @@ struct run_options {
   std::vector<float>* latents = nullptr;         ///< receives the raw final state [n_tokens, h] when set
   std::vector<std::int32_t>* steps_used = nullptr;  ///< receives the steps each token ran when set
   step_hook on_step;                   ///< latent trajectory hook (downloads states each step: slow, for analysis)
+  input_blend blend;                   ///< mixes the prelude output with earlier embeddings (parallel sampler)
 };
 
 /// \brief Which positions get logits.

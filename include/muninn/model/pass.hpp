@@ -24,6 +24,18 @@
 
 namespace muninn {
 
+namespace detail {
+template <class M>
+using decide_pooled_t = decltype(std::declval<M&>().decide_pooled(
+    std::declval<const typename M::value_type*>(), std::int64_t(), std::declval<const std::vector<engine::row_run>&>(),
+    std::declval<std::vector<std::uint8_t>&>()));
+/// \brief Whether a halting monitor can decide on whole runs (prefill_exit::prompt).
+template <class M, class = void>
+inline constexpr bool has_decide_pooled = false;
+template <class M>
+inline constexpr bool has_decide_pooled<M, std::void_t<decide_pooled_t<M>>> = true;
+}  // namespace detail
+
 /// \brief A run of tokens of one sequence fed in a stacked call.
 template <class Context>
 struct pass_piece {
@@ -62,6 +74,9 @@ class forward_pass {
                const run_options& opt)
       : m_(m), be_(m.backend()), ws_(ws), pieces_(pieces), opt_(opt), hopt_(m.resolve_halting(opt)) {
     exits_ = halting_policy::exits(hopt_);
+    pooled_ = exits_ && hopt_.prefill == prefill_exit::prompt && !halting_policy::needs_logits(hopt_) &&
+              detail::has_decide_pooled<monitor_type>;
+    keep_checked_ = exits_ && hopt_.end == unchecked_end::last_checked && halting_policy::needs_logits(hopt_);
     steps_ = arch_type::sharing_policy::recurrent ? m.resolve_steps(opt) : 0;
     max_steps_ = exits_ && hopt_.max_steps >= 0 ? hopt_.max_steps : steps_;
     MUNINN_CHECK(steps_ >= 0, "recurrence steps must be >= 0, got ", steps_);
@@ -128,6 +143,30 @@ class forward_pass {
     }
   }
 
+  /// \brief Applies `run_options::blend` to the prelude output (a no-op unless asked for). The
+  /// blend is a small host-side step: only the parallel sampler uses it, on a wave of rows.
+  void blend_input() {
+    const input_blend& b = opt_.blend;
+    if (b.weight == 0.0f && b.mixed == nullptr) return;
+    MUNINN_CHECK(b.weight >= 0.0f && b.weight <= 1.0f, "input_blend: weight must be in [0, 1], got ", b.weight);
+    MUNINN_CHECK(b.rows == 0 || b.previous != nullptr, "input_blend: ", b.rows, " rows but no previous embeddings");
+    const std::int64_t h = m_.dims().h;
+    float* e = ws_.host_rows.data();
+    engine::download_floats(be_, ws_.e(), rows_.size() * h, e);
+    const float keep = float(1.0 - double(b.weight));  // as the reference: the scalar 1 − w rounded once to fp32
+    for (const auto& run : rows_.runs()) {
+      const piece& p = pieces_[std::size_t(run.seq)];
+      for (std::int64_t i = 0; i < run.n; ++i) {
+        const std::int64_t fed = p.offset + i;  // index in the caller's token list
+        float* row = e + (run.row0 + i) * h;
+        const float* prev = fed < b.rows ? b.previous + fed * h : nullptr;
+        for (std::int64_t c = 0; c < h; ++c) row[c] = prev ? row[c] * keep + prev[c] * b.weight : row[c] * keep;
+        if (b.mixed) std::copy(row, row + h, b.mixed->begin() + fed * h);
+      }
+    }
+    engine::upload_floats(be_, ws_.e(), e, rows_.size() * h);
+  }
+
   /// \brief The state before the first step: a warm start from the sequence's last state for a
   /// piece's first token when asked, else the call's (or the Arch's) StateInit policy.
   void start_state() {
@@ -135,7 +174,10 @@ class forward_pass {
     if (!exits_) return;
     monitor_ = &ws_.template reuse<monitor_type>(
         [&] { return monitor_type(be_, ws_.rows(), m_.dims().h, m_.config().vocab_size); });
-    monitor_->start(hopt_, last_rows(x_), std::int64_t(rows_.runs().size()));
+    if (pooled_)
+      monitor_->start(hopt_, x_, rows_.size());
+    else
+      monitor_->start(hopt_, last_rows(x_), std::int64_t(rows_.runs().size()));
   }
 
   /// \brief Once per call: the InjectionPolicy's precomputation.
@@ -154,13 +196,23 @@ class forward_pass {
       engine::download_floats(be_, x_, rows_.size() * h, ws_.host_rows.data());
       for (std::int64_t i = 0; i < rows_.size(); ++i) opt_.on_step(rows_.pos(i), s, ws_.host_rows.data() + i * h);
     }
-    if (check) exit_converged();
+    if (!check) return;
+    if (keep_checked_) {  // the outputs the reference keeps if no later step is checked
+      be_.copy(ws_.checked(), x_, std::size_t(rows_.size() * m_.dims().h));
+      has_checked_ = true;
+    }
+    exit_converged();
   }
 
   /// \brief Every piece still running emits its logits from `src` and finishes.
+  /// With `unchecked_end::last_checked` and a logit criterion the logits come from the state of
+  /// the last checked step instead when the last step is not a check step (the reference's
+  /// behaviour); the recorded final state stays `src`.
   void emit_rest(const value_type* src) {
     if (rows_.empty()) return;
-    emit(src, [](const piece& p) { return p.out_rows; }, [](const piece& p) { return p.out; });
+    const bool from_check = keep_checked_ && has_checked_ && !hopt_.checks_at(max_steps_ - 1);
+    emit(from_check ? ws_.checked() : src, [](const piece& p) { return p.out_rows; },
+         [](const piece& p) { return p.out; });
     for (const auto& run : rows_.runs()) finish(run, src);
   }
 
@@ -226,7 +278,10 @@ class forward_pass {
       logits = ws_.logits();
     }
     std::vector<std::uint8_t> done;
-    monitor_->decide(last_rows(x_), logits, runs, done);
+    if constexpr (detail::has_decide_pooled<monitor_type>) {
+      if (pooled_) monitor_->decide_pooled(x_, rows_.size(), rows_.runs(), done);
+    }
+    if (!pooled_) monitor_->decide(last_rows(x_), logits, runs, done);
     if (std::find(done.begin(), done.end(), std::uint8_t(1)) != done.end()) leave(done, logits != nullptr);
   }
 
@@ -256,10 +311,11 @@ class forward_pass {
       keep_runs[k] = 0;
       std::fill(keep.begin() + runs[k].row0, keep.begin() + runs[k].row0 + runs[k].n, std::uint8_t(0));
     }
-    for (value_type* b : {x_, ws_.e(), ws_.e_part()}) engine::compact_rows(be_, b, h, keep, ws_.head());
+    for (value_type* b : {x_, ws_.e(), ws_.e_part(), ws_.checked()})
+      if (b != ws_.checked() || has_checked_) engine::compact_rows(be_, b, h, keep, ws_.head());
     rows_ = rows_.kept(keep);
     upload_positions();
-    monitor_->keep(keep_runs);
+    monitor_->keep(pooled_ ? keep : keep_runs);
   }
 
   // The rows' positions on the backend, for caches that attend by position.
@@ -338,6 +394,9 @@ class forward_pass {
   const run_options& opt_;
   halting_options hopt_;
   bool exits_ = false;
+  bool pooled_ = false;        // prefill_exit::prompt with a state criterion: statistics averaged over a run's rows
+  bool keep_checked_ = false;  // unchecked_end::last_checked with a logit criterion: keep the checked states
+  bool has_checked_ = false;   // ws.checked() holds the states of this call's last check
   std::int64_t steps_ = 0, max_steps_ = 0;
   engine::active_rows rows_;
   value_type* x_ = nullptr;

@@ -38,6 +38,7 @@ namespace halting {
 template <class Backend, class T>
 class criterion_monitor {
  public:
+  using value_type = T;  ///< the states' storage type
   /// \brief Allocates the per-row state for up to `max_rows` tokens (the wide rows come with
   /// the first call whose criterion needs them).
   criterion_monitor(const Backend& be, std::int64_t max_rows, std::int64_t h, std::int64_t vocab)
@@ -98,6 +99,25 @@ class criterion_monitor {
     be_.synchronize();
   }
 
+  /// \brief decide() for calls whose tokens exit together (prefill_exit::prompt): latent-diff
+  /// and cosine average their per-token statistic over each run's rows, as the reference's
+  /// evaluators reduce a prompt; one byte per run. The monitor must have been started with every
+  /// row, and is kept by rows.
+  void decide_pooled(const T* x, std::int64_t rows, const std::vector<engine::row_run>& runs,
+                     std::vector<std::uint8_t>& exit) {
+    MUNINN_CHECK(uses_state(), "decide_pooled: only the state criteria average over a run");
+    latent_change_rows(be_, x, prev_.data(), rows, h_, stat_.data(), cos_.data());
+    be_.copy(prev_.data(), x, std::size_t(rows * h_));
+    std::vector<float> v(static_cast<std::size_t>(rows));
+    be_.download(v.data(), (c_ == halt_criterion::cosine ? cos_ : stat_).data(), v.size());
+    be_.synchronize();
+    exit.assign(runs.size(), 0);
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      double sum = 0;
+      for (std::int64_t i = runs[k].row0; i < runs[k].row0 + runs[k].n; ++i) sum += double(v[std::size_t(i)]);
+      exit[k] = sum / double(runs[k].n) < thr_;
+    }
+  }
   /// \brief Keeps the rows flagged in `keep`, in order.
   void keep(const std::vector<std::uint8_t>& keep) {
     if (width()) engine::compact_rows(be_, prev_.data(), std::int64_t(width()), keep, tmp_.data());

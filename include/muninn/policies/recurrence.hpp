@@ -42,6 +42,7 @@ struct core_loop {
   static void run(Pass& p) {
     p.embed();                                   // e = embed(ids)·√h
     p.run_layers(layer_group::prelude, p.e());   // e = prelude(e)
+    p.blend_input();                             // e = (1−w)·e + w·e_earlier (parallel sampler only)
     p.start_state();                             // s_0: random, zero, given or a warm start
     p.prepare_injection();                       // the part of the adapter that only sees e
     for (std::int64_t s = 0; s < p.max_steps() && p.any_active(); ++s) {

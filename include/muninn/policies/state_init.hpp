@@ -32,6 +32,13 @@ struct state_init_args {
   const model_config& cfg;        ///< the model's sizes and init settings
 };
 
+/// \brief Standard deviation of Huginn's random state ("like-init"): init_values.std (or
+/// √(2/(5h)) when the config has none) · init_scale · √h, the embedding scale.
+inline double random_state_stddev(const model_config& cfg, std::int64_t h) {
+  const double base = cfg.init_std > 0 ? double(cfg.init_std) : std::sqrt(2.0 / (5.0 * double(h)));
+  return base * double(cfg.init_scale) * std::sqrt(double(h));
+}
+
 namespace state_init {
 
 /// \brief i.i.d. truncated normal, std √(2/(5h))·init_scale·√h, cut at ±3σ, seeded per position
@@ -42,8 +49,7 @@ struct truncated_normal {
   /// \brief Draws the rows; counter = position·h + i.
   template <class Backend, class T>
   static void fill(const state_init_args<Backend, T>& a) {
-    const double base = a.cfg.init_std > 0 ? double(a.cfg.init_std) : std::sqrt(2.0 / (5.0 * double(a.h)));
-    const double sd = base * double(a.cfg.init_scale) * std::sqrt(double(a.h));
+    const double sd = random_state_stddev(a.cfg, a.h);
     if (sd > 0)
       fill_truncated_normal(a.be, a.x, a.rows * a.h, a.seed, std::uint64_t(a.first_position * a.h), float(sd));
     else
