@@ -103,6 +103,54 @@ void BM_SmallDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_SmallDecode)->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 
+// Plain decoding against the parallel sampler at the same depth: 32 recurrences per token.
+// The sampler freezes by the `fixed` rule (every token recurs num_steps / inner_recurrence
+// sampler steps, i.e. 32 recurrences, before it freezes), so both spend the same recurrences
+// per token on these random weights, whose states never settle for the latent-diff rule.
+constexpr std::int64_t kGenDepth = 32, kGenTokens = 48;
+
+muninn::generate_options gen_options() {
+  muninn::generate_options g;
+  g.max_new_tokens = kGenTokens;
+  g.run.steps = kGenDepth;
+  return g;
+}
+
+std::vector<std::int32_t> gen_prompt(const host_model& m) {
+  std::vector<std::int32_t> p;
+  for (int i = 0; i < 16; ++i) p.push_back(std::int32_t((i * 7919 + 11) % m.config().vocab_size));
+  return p;
+}
+
+void BM_SmallGeneratePlain(benchmark::State& state) {
+  const auto& m = small_model();
+  const auto prompt = gen_prompt(m);
+  double tokens = 0;
+  for (auto _ : state) tokens += double(muninn::generate(m, prompt, gen_options()).tokens.size());
+  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["recurrences/token"] = double(kGenDepth);
+}
+BENCHMARK(BM_SmallGeneratePlain)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SmallGenerateParallel(benchmark::State& state) {
+  const auto& m = small_model();
+  const auto prompt = gen_prompt(m);
+  muninn::parallel_options p;
+  p.freeze = muninn::freeze_rule::fixed;
+  p.inner_recurrence = state.range(0);
+  double tokens = 0, steps = 0, token_recurrences = 0;
+  for (auto _ : state) {
+    const auto r = muninn::generate_parallel(m, prompt, gen_options(), p);
+    tokens += double(r.tokens.size());
+    steps += double(r.diffusion_steps);
+    token_recurrences += double(r.tokens_forward - std::int64_t(prompt.size()));
+  }
+  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["sampler_steps/token"] = steps / tokens;
+  state.counters["recurrences/token"] = token_recurrences / tokens;  // every wave row's recurrences, per frozen token
+}
+BENCHMARK(BM_SmallGenerateParallel)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -298,11 +298,12 @@ TEST(Trajectory, HookSeesEveryStepAndTheLastOneIsTheLatent) {
 }
 
 TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
-  // tools/reference generate_adaptive: exit criteria, KV budget, fallback and warm start cases.
+  // tools/reference generate_adaptive: exit criteria, KV budget, fallback, warm start, whole-prompt
+  // exits and last-checked outputs.
   const auto& m = tiny();
   const io::json doc = io::read_json_file(data_dir + "tiny_f32/runtime.json");
   const double atol = doc.at("atol_logits").as_double();
-  int n = 0;
+  int n = 0, prompt_exits = 0, last_checked = 0;
   for (const auto& c : doc.at("cases").as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
     generate_options g;
@@ -315,6 +316,12 @@ TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
     g.run.halt.check_every = c.at("check_every").as_int();
     const std::string warm = c.at("warm").as_string();
     g.run.warm = warm == "raw" ? warm_start::raw : warm == "normalized" ? warm_start::normalized : warm_start::none;
+    if (c.contains("prefill")) g.run.halt.prefill = parse_prefill_exit(c.at("prefill").as_string());
+    if (c.contains("output") && c.at("output").as_string() == "last-checked") {
+      g.run.halt.end = unchecked_end::last_checked;
+      ++last_checked;
+    }
+    prompt_exits += g.run.halt.prefill == prefill_exit::prompt;
     context_limits lim;
     const auto prompt = ids_of(c.at("prompt"));
     lim.max_tokens = std::int64_t(prompt.size()) + g.max_new_tokens;
@@ -332,6 +339,8 @@ TEST(Reference, RuntimeCasesMatchTheReferenceGenerations) {
     ++n;
   }
   EXPECT_GE(n, 20);
+  EXPECT_GE(prompt_exits, 4);  // prefill_exit::prompt under kl, latent-diff, cosine, argmax-stable
+  EXPECT_GE(last_checked, 2);  // unchecked_end::last_checked under logit criteria
 }
 
 // Warm start never reaches into a prompt: however one call is split (chunks of max_chunk tokens
@@ -369,4 +378,85 @@ TEST(WarmStart, NeverAppliesInsideOnePrefill) {
         EXPECT_NE(m.forward(a, {7}, cold), m.forward(b, {7}, hot)) << "the next call continues the thought";
       }
     }
+}
+
+// prefill_exit::prompt: a call's tokens run as one pass and exit at one step, recorded for all of
+// them; without an exit criterion it is the plain lockstep pass.
+TEST(PrefillExit, PromptExitsTogether) {
+  const auto& m = tiny();
+  const std::vector<std::int32_t> prompt = {3, 40, 77, 120, 5, 9};
+  for (const halt_criterion c : {halt_criterion::kl, halt_criterion::latent_diff, halt_criterion::cosine,
+                                 halt_criterion::entropy_diff, halt_criterion::argmax_stable}) {
+    SCOPED_TRACE(int(c));
+    run_options o;
+    o.init = state_init::zero{};
+    o.steps = 12;
+    o.halt.criterion = c;
+    o.halt.threshold = c == halt_criterion::argmax_stable ? 2 : c == halt_criterion::kl ? 1e-2 : 0.1;
+    o.halt.prefill = prefill_exit::prompt;
+    std::vector<std::int32_t> used;
+    o.steps_used = &used;
+    auto ctx = m.make_context(16, 12);
+    const auto lg = m.forward(ctx, prompt, o, logits_for::all);
+    ASSERT_EQ(used.size(), prompt.size());
+    EXPECT_TRUE(std::all_of(used.begin(), used.end(), [&](std::int32_t s) { return s == used[0]; }));
+    EXPECT_LT(used[0], 12) << "the thresholds are loose enough for an early exit";
+    // The exit step's logits are those of a fixed-depth pass of that many steps.
+    run_options fixed;
+    fixed.init = state_init::zero{};
+    fixed.steps = used[0];
+    EXPECT_LE(max_abs_diff(lg, m.forward(prompt, fixed)), 1e-5);
+  }
+}
+
+TEST(PrefillExit, PromptLongerThanTheChunkIsAClearError) {
+  const auto& m = tiny();
+  context_limits lim;
+  lim.max_tokens = 16;
+  lim.max_steps = 8;
+  lim.max_chunk = 4;
+  auto ctx = m.make_context(lim);
+  run_options o;
+  o.halt.criterion = halt_criterion::kl;
+  o.halt.prefill = prefill_exit::prompt;
+  try {
+    m.forward(ctx, {1, 2, 3, 4, 5, 6}, o);
+    FAIL() << "expected an error";
+  } catch (const muninn::error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_chunk >= 6"), std::string::npos) << e.what();
+  }
+}
+
+// unchecked_end::last_checked: with checks at steps 0, 4, 8 of 10 (step 9 unchecked) and a KL
+// threshold no step can pass, the logits are those after step 8 (9 steps), the recorded state
+// that after step 9 (10 steps). When the last step is a check step nothing changes.
+TEST(UncheckedEnd, LastCheckedKeepsTheCheckedLogits) {
+  const auto& m = tiny();
+  const std::vector<std::int32_t> ids = {17};
+  run_options o;
+  o.init = state_init::zero{};
+  o.steps = 10;
+  o.halt.criterion = halt_criterion::kl;
+  o.halt.threshold = 0;  // KL < 0 never holds
+  o.halt.check_every = 4;
+  o.halt.end = unchecked_end::last_checked;
+  std::vector<float> lat;
+  o.latents = &lat;
+  const auto lg = m.forward(ids, o);
+  run_options f;
+  f.init = state_init::zero{};
+  std::vector<float> lat10;
+  f.steps = 9;
+  const auto at9 = m.forward(ids, f);
+  f.steps = 10;
+  f.latents = &lat10;
+  const auto at10 = m.forward(ids, f);
+  EXPECT_LE(max_abs_diff(lg, at9), 1e-6);
+  EXPECT_GT(max_abs_diff(at9, at10), 1e-3) << "the test has power";
+  EXPECT_EQ(lat, lat10);
+  o.halt.check_every = 3;  // checks at 0, 3, 6, 9: the last step is one
+  EXPECT_LE(max_abs_diff(m.forward(ids, o), at10), 1e-6);
+  o.halt.criterion = halt_criterion::latent_diff;  // state criteria: the head runs on the final state
+  o.halt.check_every = 4;
+  EXPECT_LE(max_abs_diff(m.forward(ids, o), at10), 1e-6);
 }

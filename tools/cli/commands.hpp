@@ -266,7 +266,7 @@ inline parallel_options parallel_from(const args& a, const model_config& cfg) {
   p.dampened_state_mixer = !a.has("--constant-noise");
   p.sqrt_mixer = a.has("--sqrt-mixer");
   if (a.has("--freeze")) p.freeze = parse_freeze_rule(a.get("--freeze"));
-  p.exit_threshold = a.get_double_min("--freeze-threshold", p.exit_threshold, 0);
+  p.freeze_threshold = a.get_double_min("--freeze-threshold", p.freeze_threshold, 0);
   p.continuous_compute = a.has("--continuous-compute");
   if (a.has("--cache-lookup")) p.kv_budget = kv_budget_of_lookup(a.get("--cache-lookup"), cfg);
   for (const char* f : {"--exit", "--warm-start", "--draft-steps", "--kv-budget", "--kv-fallback", "--dump-states"})

@@ -207,7 +207,9 @@ std::string with_flag_names(std::string msg) {
       {"kv_budget", "--kv-budget"},           {"kv_fallback", "--kv-fallback"}, {"warm_start", "--warm-start"},
       {"init_state", "--init-state"},         {"stop_ids", "--stop"},           {"top_k", "--top-k"},
       {"top_p", "--top-p"},                   {"min_p", "--min-p"},             {"temperature", "--temperature"},
-      {"repetition_penalty", "--repetition-penalty"}};
+      {"repetition_penalty", "--repetition-penalty"}, {"inner_recurrence", "--inner-recurrence"},
+      {"headway", "--headway"},               {"max_wavefront", "--max-wavefront"}, {"ema_embeds", "--ema-embeds"},
+      {"state_noise_mixing", "--state-noise-mixing"}, {"freeze_threshold", "--freeze-threshold"}};
   for (const auto& [field, flag] : names) {
     // The field as a whole word, with any `struct::` or `struct.` qualifiers; not part of a flag,
     // a path or a quoted value the user gave.

@@ -292,18 +292,19 @@ class forward_pass {
     std::vector<std::uint8_t> piece_done(pieces_.size(), 0);
     for (std::size_t k = 0; k < runs.size(); ++k) piece_done[std::size_t(runs[k].seq)] = done[k];
     const auto is_done = [&](const piece& p) { return piece_done[std::size_t(&p - pieces_.data())] != 0; };
-    if (logits_ready) {
-      // The check's logits (one row per piece) are the exiting pieces' outputs.
-      for (std::size_t k = 0; k < runs.size(); ++k) {
-        const piece& p = pieces_[std::size_t(runs[k].seq)];
-        if (done[k] && p.out_rows > 0) engine::download_floats(be_, ws_.logits() + std::int64_t(k) * V, V, p.out);
-      }
-    } else {
-      // Exits decided on the state alone: the head runs now for the exiting pieces. (The coda
-      // also runs for the others; their coda slots are rewritten when they exit.)
-      emit(x_, [&](const piece& p) { return is_done(p) ? p.out_rows : std::int64_t(0); },
-           [](const piece& p) { return p.out; });
+    // The check's logits (each piece's last row) are the outputs of exiting pieces that want
+    // one row; its readout already wrote their coda KV. Otherwise — exits decided on the state
+    // alone, or pieces that want the logits of all their rows — the readout and head run now,
+    // also when no logits are wanted, because the coda KV of an exiting token must be written.
+    // (The coda also runs for the pieces that stay; their coda slots are rewritten when they exit.)
+    const auto check_has_all = [&](const piece& p) { return logits_ready && p.out_rows == 1; };
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const piece& p = pieces_[std::size_t(runs[k].seq)];
+      if (done[k] && check_has_all(p)) engine::download_floats(be_, ws_.logits() + std::int64_t(k) * V, V, p.out);
     }
+    const auto head_rows = [&](const piece& p) { return is_done(p) && !check_has_all(p) ? p.out_rows : std::int64_t(0); };
+    if (!logits_ready || std::any_of(pieces_.begin(), pieces_.end(), [&](const piece& p) { return head_rows(p) > 0; }))
+      emit(x_, head_rows, [](const piece& p) { return p.out; });
     std::vector<std::uint8_t> keep(std::size_t(rows_.size()), 1), keep_runs(runs.size(), 1);
     for (std::size_t k = 0; k < runs.size(); ++k) {
       if (!done[k]) continue;

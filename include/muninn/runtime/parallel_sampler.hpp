@@ -51,7 +51,7 @@ struct parallel_options {
   bool dampened_state_mixer = true;    ///< divide that share by 1 + the recurrences the position ran so far
   bool sqrt_mixer = false;             ///< mix as x·√(1−n) + √n·noise instead of x·(1−n) + n·noise
   freeze_rule freeze = freeze_rule::latent_diff;  ///< when tokens freeze
-  double exit_threshold = 0.03;        ///< latent-diff threshold
+  double freeze_threshold = 0.03;      ///< latent-diff threshold (the reference's exit_t)
   bool continuous_compute = false;     ///< new positions start from the wave's last states instead of noise
   std::int64_t max_diffusion_steps = 4096;  ///< hard stop for badly configured runs
   std::int64_t kv_budget = 1;          ///< KV slots per core layer of a fresh context: 1 is the reference's
@@ -174,7 +174,7 @@ parallel_result generate_parallel(const Model& m, typename Model::context_type& 
                p.ema_embeds);
   MUNINN_CHECK(p.state_noise_mixing >= 0.0f && p.state_noise_mixing <= 1.0f,
                "parallel sampler: state_noise_mixing must be in [0, 1], got ", p.state_noise_mixing);
-  MUNINN_CHECK(p.exit_threshold >= 0.0, "parallel sampler: exit_threshold must be >= 0, got ", p.exit_threshold);
+  MUNINN_CHECK(p.freeze_threshold >= 0.0, "parallel sampler: freeze_threshold must be >= 0, got ", p.freeze_threshold);
   MUNINN_CHECK(p.max_diffusion_steps >= 0, "parallel sampler: max_diffusion_steps must be >= 0, got ",
                p.max_diffusion_steps);
   MUNINN_CHECK(g.max_new_tokens >= 0, "generate_parallel: max_new_tokens must be >= 0, got ", g.max_new_tokens);
@@ -283,7 +283,7 @@ parallel_result generate_parallel(const Model& m, typename Model::context_type& 
     std::int64_t clear = rows - headway_now, keep_from = 0;
     const std::int64_t every = num_steps / p.inner_recurrence;
     if (p.freeze == freeze_rule::latent_diff) {
-      const std::int64_t r = detail::last_settled_row(w, c, h, p.exit_threshold);
+      const std::int64_t r = detail::last_settled_row(w, c, h, p.freeze_threshold);
       if (r >= 0) {
         w.k = c + r + 1;
         clear = len - headway_now - w.k + 1;
