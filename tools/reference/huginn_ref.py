@@ -20,10 +20,12 @@ Public API (kept stable, other scripts import it):
       .generate_greedy(ids, max_new_tokens, num_steps)         (uses a HuginnCache)
       .generate_greedy_nocache(ids, max_new_tokens, num_steps) (recomputes from scratch)
       .generate_adaptive(ids, max_new_tokens, num_steps, criterion, threshold, min_steps=0,
-                         check_every=1, kv_budget=0, fallback="latest", warm=None, init="zero")
+                         check_every=1, kv_budget=0, fallback="latest", warm=None, init="zero",
+                         prefill="per-token", output="final")
                                       (per-token exits, §4.2/§4.4/§5/§6.1; the prompt is fed one
                                       token per forward, or in lockstep with criterion "none")
       .forward_adaptive_token(token, cache, num_steps, ...)    (one such forward)
+      .forward_adaptive_prompt(tokens, cache, num_steps, criterion, ...)  (prompt forward with exits)
       .forward_adaptive_lockstep(tokens, cache, num_steps, init="zero", seed=0)
                                       (fixed-depth multi-token forward)
       .generate_parallel(ids, max_new_tokens, num_steps=32, inner_recurrence=4, ...)
@@ -500,6 +502,8 @@ class HuginnCache:
 KV_FALLBACKS = ("latest", "none")
 HALT_CRITERIA = ("none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine")
 LOGIT_CRITERIA = ("kl", "entropy-diff", "argmax-stable")
+ADAPTIVE_PREFILLS = ("per-token", "prompt")
+ADAPTIVE_OUTPUTS = ("final", "last-checked")
 
 
 class AdaptiveKVCache:
@@ -625,6 +629,11 @@ class HaltTracker:
         self.criterion, self.threshold = criterion, float(threshold)
         self.x0 = x0.detach().clone()
         self.prev_x = x0.detach().reshape(-1).double().clone()
+        # x0 [1, n, h] with n > 1 (a prompt forward): latent criteria take the mean of the n
+        # per-position values (the reference's reduce=True); logit criteria get the last row
+        self.rows = x0.numel() // x0.shape[-1] if x0.dim() > 1 else 1
+        if self.rows > 1:
+            self.prev_x = x0.detach().reshape(self.rows, -1).double().clone()
         self.prev_logp = torch.full((vocab,), -math.log(vocab), dtype=torch.float64)
         self.prev_entropy = 100.0
         self.prev_argmax, self.count = -1, 0
@@ -640,7 +649,18 @@ class HaltTracker:
         c = self.criterion
         if c == "none":
             return False
-        if c in ("latent-diff", "cosine"):
+        if c in ("latent-diff", "cosine") and self.rows > 1:
+            xd = x.detach().reshape(self.rows, -1).double()
+            nx = torch.linalg.vector_norm(xd, dim=-1)
+            if c == "latent-diff":
+                per = torch.linalg.vector_norm(xd - self.prev_x, dim=-1) / nx.clamp(min=1e-30)
+            else:
+                den = (nx * torch.linalg.vector_norm(self.prev_x, dim=-1)).clamp(min=1e-30)
+                per = 1.0 - (xd * self.prev_x).sum(-1) / den
+            val = float(per.mean())
+            self.prev_x = xd.clone()
+            exit_now = val < self.threshold
+        elif c in ("latent-diff", "cosine"):
             xd = x.detach().reshape(-1).double()
             if c == "latent-diff":
                 val = float(torch.linalg.vector_norm(xd - self.prev_x)) / max(float(torch.linalg.vector_norm(xd)), 1e-30)
@@ -953,6 +973,8 @@ class Huginn(nn.Module):
         x0: Optional[torch.Tensor] = None,
         init: str = "zero",
         generator: Optional[torch.Generator] = None,
+        output: str = "final",
+        seed: int = 0,
     ) -> Tuple[torch.Tensor, int, torch.Tensor, HaltTracker]:
         """Feed ONE token at position cache.seen_tokens, with a per-token exit test (§5.1).
 
@@ -960,35 +982,102 @@ class Huginn(nn.Module):
         The check after step s (0-based) runs when s+1 < num_steps, s >= min_steps and
         (s - min_steps) % check_every == 0.  Logit criteria run the head (coda slots rewritten)
         at every check; state criteria run it only at the exit.
+        output: "final" (no exit: the head runs on the final state) or "last-checked" (the
+        reference's behaviour: with a logit criterion, no exit, and the last step s = num_steps-1
+        not a check step of the reference's gating (s >= min_steps, (s - min_steps) % check_every
+        == 0), the logits are those of the last check and the head is not rerun, so the coda KV
+        of this position is the one written at that check; the steps used are num_steps).
         Returns (exit logits [V] fp32, steps used, final raw state [1,1,h], the tracker).
         """
         if num_steps < 1:
             raise ValueError(f"num_steps must be >= 1, got {num_steps}")
         if check_every < 1:
             raise ValueError(f"check_every must be >= 1, got {check_every}")
+        if output not in ADAPTIVE_OUTPUTS:
+            raise ValueError(f"unknown output {output!r} {ADAPTIVE_OUTPUTS}")
         pos = cache.seen_tokens
         cache.begin(pos)
         freqs = self._freqs(pos, 1)
         ids = torch.tensor([[int(token)]], dtype=torch.long, device=self.freqs_cis.device)
         e = self.embed_inputs(ids, freqs, cache)
-        x = self.initialize_state(e, init, generator) if x0 is None else x0.reshape(e.shape).to(e.dtype)
+        if x0 is None:
+            x = self.initialize_state(e, init, generator, seed=seed, first_position=pos)
+        else:
+            x = x0.reshape(e.shape).to(e.dtype)
         V = self.config.padded_vocab_size
         tracker = HaltTracker(criterion, threshold, x, V)
-        logits, used = None, num_steps
+        x, logits, used = self._adaptive_steps(e, x, freqs, cache, num_steps, tracker, min_steps, check_every, output)
+        cache.finish(used)
+        return logits[0, -1], used, x, tracker
+
+    def _adaptive_steps(self, e, x, freqs, cache, num_steps, tracker, min_steps, check_every, output):
+        """The recurrence of one adaptive forward (one token or a lockstep block) with its exit test.
+
+        The test after step s runs when s + 1 < num_steps, s >= min_steps and
+        (s - min_steps) % check_every == 0; a logit criterion sees the last row's logits.
+        Returns (final raw state, logits [1, n, V], steps used)."""
+        logits, used, last_checked = None, num_steps, None
         for s in range(num_steps):
             x = self.iterate_one_step(e, x, freqs, s, cache)
-            check = criterion != "none" and s + 1 < num_steps and s >= min_steps and (s - min_steps) % check_every == 0
+            check = (tracker.criterion != "none" and s + 1 < num_steps and s >= min_steps
+                     and (s - min_steps) % check_every == 0)
             if not check:
                 continue
             lg = self.predict_from_latents(x, freqs, cache) if tracker.needs_logits else None
-            if tracker.update(x, lg):
+            last_checked = lg
+            if tracker.update(x, lg[0, -1] if lg is not None else None):
                 logits = lg if lg is not None else self.predict_from_latents(x, freqs, cache)
                 used = s + 1
                 break
         if logits is None:
-            logits = self.predict_from_latents(x, freqs, cache)
+            last = num_steps - 1
+            ref_checks_last = last >= min_steps and (last - min_steps) % check_every == 0
+            if output == "last-checked" and last_checked is not None and not ref_checks_last:
+                logits = last_checked  # the reference keeps the last check's outputs
+            else:
+                logits = self.predict_from_latents(x, freqs, cache)
+        return x, logits, used
+
+    @torch.no_grad()
+    def forward_adaptive_prompt(
+        self,
+        tokens: Sequence[int],
+        cache: AdaptiveKVCache,
+        num_steps: int,
+        criterion: str,
+        threshold: float,
+        min_steps: int = 0,
+        check_every: int = 1,
+        init: str = "zero",
+        output: str = "final",
+        seed: int = 0,
+    ) -> Tuple[torch.Tensor, int, torch.Tensor, torch.Tensor, HaltTracker]:
+        """Feed n tokens in ONE lockstep forward WITH the exit test (the reference's first call of
+        generate_with_adaptive_compute, do_not_exit_in_prefill=False, reduce=True).
+
+        All n tokens start from initialize_state(e, init) and run the steps together (KV as in
+        forward_adaptive_lockstep).  Checks and `output` as in forward_adaptive_token; kl,
+        entropy-diff and argmax-stable use the LAST row's logits, latent-diff and cosine the mean
+        over the n rows of the per-row value.  On an exit after step s every row used s + 1 steps.
+        Returns (logits [n, V] fp32, steps used, final raw states [1, n, h], initial states, tracker).
+        """
+        if num_steps < 1:
+            raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+        if check_every < 1:
+            raise ValueError(f"check_every must be >= 1, got {check_every}")
+        if output not in ADAPTIVE_OUTPUTS:
+            raise ValueError(f"unknown output {output!r} {ADAPTIVE_OUTPUTS}")
+        n = len(tokens)
+        pos = cache.seen_tokens
+        cache.begin(pos, n)
+        freqs = self._freqs(pos, n)
+        ids = torch.tensor([[int(t) for t in tokens]], dtype=torch.long, device=self.freqs_cis.device)
+        e = self.embed_inputs(ids, freqs, cache)
+        x0 = self.initialize_state(e, init, seed=seed, first_position=pos)
+        tracker = HaltTracker(criterion, threshold, x0, self.config.padded_vocab_size)
+        x, logits, used = self._adaptive_steps(e, x0, freqs, cache, num_steps, tracker, min_steps, check_every, output)
         cache.finish(used)
-        return logits[0, 0], used, x, tracker
+        return logits[0], used, x, x0, tracker
 
     @torch.no_grad()
     def forward_adaptive_lockstep(
@@ -1041,6 +1130,8 @@ class Huginn(nn.Module):
         init: str = "zero",
         return_details: bool = False,
         cache: Optional[AdaptiveKVCache] = None,
+        prefill: str = "per-token",
+        output: str = "final",
     ):
         """Greedy decoding with per-token exits; the new tokens are fed one per forward.
 
@@ -1053,6 +1144,12 @@ class Huginn(nn.Module):
         state) or "normalized" (ln_f of that state); the prompt always starts from the init state,
         also when fed one token at a time, and the first new token continues the last prompt token.
         The new token is the argmax of the exit logits.
+        prefill (with an exit criterion): "per-token" (above) or "prompt": the whole prompt in ONE
+        lockstep forward from the init state WITH the exit test (forward_adaptive_prompt, the
+        reference's first call): every prompt position records the same step count, the next
+        token comes from the last row.  With criterion "none" the prompt is always one forward.
+        output: "final" or "last-checked" (forward_adaptive_token), for every fed forward; the
+        warm-start state is always the final raw state.
 
         Returns (new ids [1, n], steps per generated token [n], steps per fed position
         [len(prompt) + n - 1]); generated token i was chosen by fed position len(prompt)-1+i.
@@ -1068,6 +1165,10 @@ class Huginn(nn.Module):
             raise ValueError(f"unknown warm start {warm!r} (None|raw|normalized)")
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
+        if prefill not in ADAPTIVE_PREFILLS:
+            raise ValueError(f"unknown prefill {prefill!r} {ADAPTIVE_PREFILLS}")
+        if output not in ADAPTIVE_OUTPUTS:
+            raise ValueError(f"unknown output {output!r} {ADAPTIVE_OUTPUTS}")
         cfg = self.config
         if cache is None:
             cache = AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget, fallback)
@@ -1089,7 +1190,7 @@ class Huginn(nn.Module):
             if may_warm and warm in ("raw", "normalized") and prev_state is not None:
                 x0 = prev_state if warm == "raw" else self.transformer["ln_f"](prev_state)
             lg, used, x, tr = self.forward_adaptive_token(
-                tok, cache, num_steps, criterion, threshold, min_steps, check_every, x0, init
+                tok, cache, num_steps, criterion, threshold, min_steps, check_every, x0, init, output=output
             )
             prev_state = x
             fed_steps.append(used)
@@ -1107,6 +1208,19 @@ class Huginn(nn.Module):
                 all_logits.append(lgs[i])
                 checks.append([])
                 check_gaps.append([])
+                states.append(xs[:, i : i + 1])
+                starts.append(x0s[:, i : i + 1])
+            prev_state, lg = states[-1], all_logits[-1]
+        elif prefill == "prompt":
+            lgs, used, xs, x0s, tr = self.forward_adaptive_prompt(
+                prompt, cache, num_steps, criterion, threshold, min_steps, check_every, init, output
+            )
+            for i in range(len(prompt)):
+                last = i == len(prompt) - 1  # the prompt's checks belong to its last position
+                fed_steps.append(used)
+                all_logits.append(lgs[i])
+                checks.append(list(tr.history) if last else [])
+                check_gaps.append(list(tr.top_gaps) if last else [])
                 states.append(xs[:, i : i + 1])
                 starts.append(x0s[:, i : i + 1])
             prev_state, lg = states[-1], all_logits[-1]

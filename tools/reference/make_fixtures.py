@@ -570,6 +570,30 @@ RUNTIME_CASES = [
     ("warm_raw_kl_r12", 12, "kl", 5e-3, 0, 1, 0, "latest", "raw"),
     ("warm_normalized_kl_r12", 12, "kl", 3e-3, 0, 1, 0, "latest", "normalized"),
 ]
+# Reference-parity variants, (..., warm, prefill, output[, prompt]): prefill "prompt" feeds the
+# whole prompt in one forward with the exit test on; output "last-checked" keeps a logit
+# criterion's last check when a token does not exit and the reference's gating skips the last step.
+# Each must differ from its prefill "per-token" / output "final" twin (asserted).
+RUNTIME_CASES += [
+    ("prompt_kl_r12", 12, "kl", 2e-3, 0, 1, 0, "latest", "none", "prompt", "final"),
+    ("prompt_latent_diff_r10", 10, "latent-diff", 0.15, 0, 1, 0, "latest", "none", "prompt", "final"),
+    ("prompt_cosine_r10", 10, "cosine", 0.02, 0, 1, 0, "latest", "none", "prompt", "final"),
+    # argmax-stable needs another prompt: with the common one some check's top1-top2 gap is < 2e-3
+    ("prompt_argmax_stable_min1_r8", 8, "argmax-stable", 2, 1, 1, 0, "latest", "none", "prompt", "final",
+     (37, 24, 31, 96, 57)),
+    ("last_checked_kl_min1_every3_r12", 12, "kl", 2e-3, 1, 3, 0, "latest", "none", "per-token", "last-checked"),
+    ("last_checked_entropy_diff_min2_every2_r12", 12, "entropy-diff", 1e-3, 2, 2, 0, "latest", "none",
+     "per-token", "last-checked"),
+]
+
+
+def _spec(spec):
+    """(name, R, crit, thr, min, every, budget, fallback, warm, prefill, output, prompt or None)."""
+    base = tuple(spec[:9])
+    prefill, output = (spec[9], spec[10]) if len(spec) > 9 else ("per-token", "final")
+    return base + (prefill, output, spec[11] if len(spec) > 11 else None)
+
+
 # Pairs whose outputs must differ (tokens, or the exit logits of the last generated token).
 RUNTIME_MUST_DIFFER = [
     ("fallback_latest_kl_r8", "fallback_none_kl_r8"),
@@ -652,11 +676,11 @@ def replay_position(model, spec, ids_fed, det, fed, t, n_prompt, fallback=None, 
     re-run alone, reading the earlier prompt positions' entries of the same step.  lockstep
     overrides the number of lockstep positions (0: apply the token-by-token rule everywhere).
     """
-    name, R, crit, thr, ms, ce, kb, fb, warm = spec
+    name, R, crit, thr, ms, ce, kb, fb, warm, prefill, output, _ = _spec(spec)
     lock = (n_prompt if crit == "none" else 0) if lockstep is None else lockstep
     cache = ReplayKV(det["cache"].trace, fed, t, model.config, kb, fallback or fb, lockstep=lock)
     x0 = det["x0"][t]
-    lg, used, _, _ = model.forward_adaptive_token(ids_fed[t], cache, R, crit, thr, ms, ce, x0=x0)
+    lg, used, _, _ = model.forward_adaptive_token(ids_fed[t], cache, R, crit, thr, ms, ce, x0=x0, output=output)
     return lg, used, cache
 
 
@@ -700,7 +724,23 @@ def check_halt_tracker(log) -> None:
         tr = H.HaltTracker(crit, 0.5, torch.zeros(h), V)
         tr.update(torch.ones(h), None)
         assert tr.value == 1.0, (crit, tr.value)
-    log("    HaltTracker == numpy formulas (kl, entropy-diff, latent-diff, cosine, argmax-stable)")
+    # several rows (a prompt forward): latent criteria take the mean of the per-row values
+    for crit, thr in (("latent-diff", 0.5), ("cosine", 0.1)):
+        x0 = rng.normal(size=(1, 4, h)).astype(np.float32)
+        tr = H.HaltTracker(crit, thr, torch.from_numpy(x0), V)
+        prev = x0[0].astype(np.float64)
+        for i in range(6):
+            x = (x0 + rng.normal(size=x0.shape) / (i + 1)).astype(np.float32)
+            xd = x[0].astype(np.float64)
+            if crit == "latent-diff":
+                per = np.linalg.norm(xd - prev, axis=-1) / np.linalg.norm(xd, axis=-1)
+            else:
+                per = 1.0 - (xd * prev).sum(-1) / (np.linalg.norm(xd, axis=-1) * np.linalg.norm(prev, axis=-1))
+            got = tr.update(torch.from_numpy(x), None)
+            val, prev = float(per.mean()), xd
+            assert abs(val - tr.value) <= 1e-12 and got == (val < thr), (crit, i, val, tr.value)
+    log("    HaltTracker == numpy formulas (kl, entropy-diff, latent-diff, cosine, argmax-stable; "
+        "row means for a prompt)")
 
 
 def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log) -> None:
@@ -733,13 +773,17 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
 
     # 3. the cases
     cases, by_name = [], {}
+    common_prompt = prompt
     for spec in RUNTIME_CASES:
-        name, R, crit, thr, ms, ce, kb, fb, warm = spec
+        name, R, crit, thr, ms, ce, kb, fb, warm, prefill, output, own_prompt = _spec(spec)
+        prompt = common_prompt if own_prompt is None else torch.tensor([list(own_prompt)], dtype=torch.long)
+        n_p = prompt.shape[1]
         assert 8 <= R <= 12, name
         ids, gs, fed, det = model.generate_adaptive(
             prompt, new_n, R, crit, thr, min_steps=ms, check_every=ce, kv_budget=kb, fallback=fb,
             warm=warm, return_details=True, cache=H.AdaptiveKVCache(
                 cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget=kb, fallback=fb, trace=True),
+            prefill=prefill, output=output,
         )
         gaps = [float(l.topk(2).values[0] - l.topk(2).values[1]) for l in det["logits"][n_p - 1 :]]
         gap = min(gaps)
@@ -747,7 +791,7 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
         case = {
             "name": name, "prompt": prompt[0].tolist(), "max_new_tokens": new_n, "num_steps": R,
             "criterion": crit, "threshold": thr, "min_steps": ms, "check_every": ce, "kv_budget": kb,
-            "fallback": fb, "warm": warm, "init": "zero",
+            "fallback": fb, "warm": warm, "init": "zero", "prefill": prefill, "output": output,
             "expected_tokens": ids[0].tolist(), "expected_steps": gs, "expected_fed_steps": fed,
             "min_top1_top2_gap": round(gap, 6),
         }
@@ -774,7 +818,10 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
         # lockstep prompt position (criterion none) is re-run alone, not in its [1, n] batch, so
         # there the logits may differ by fp32 round-off.
         ids_fed = prompt[0].tolist() + ids[0].tolist()[:-1]
+        prompt_forward = prefill == "prompt" and crit != "none"  # the prompt in one forward, with exits
         for t in range(1, len(fed)):
+            if prompt_forward and t < n_p:
+                continue  # checked below against the full forward
             lg, used, rc = replay_position(model, spec, ids_fed, det, fed, t, n_p)
             assert used == fed[t], (name, t, used, fed[t])
             if crit == "none" and t < n_p:
@@ -789,10 +836,33 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
             d = maxdiff(torch.stack(det["logits"][:n_p]), full)
             assert d < ROUNDOFF, (name, d)
             assert all(not det["x0"][t].any() for t in range(n_p)), name
+        if prompt_forward:
+            # one lockstep forward from zero that stopped after fed[0] steps: all prompt positions
+            # used the same steps, and their logits are the plain full forward at that depth
+            assert fed[:n_p] == [fed[0]] * n_p, (name, fed)
+            assert all(not det["x0"][t].any() for t in range(n_p)), name
+            if output == "final" or fed[0] < R:
+                with torch.no_grad():
+                    full = model(prompt, fed[0])[0]
+                d = maxdiff(torch.stack(det["logits"][:n_p]), full)
+                assert d < ROUNDOFF, (name, d)
+        if prefill != "per-token" or output != "final":
+            # power: the per-token / final twin gives other tokens, steps, or last logits
+            tw = model.generate_adaptive(prompt, new_n, R, crit, thr, min_steps=ms, check_every=ce, kv_budget=kb,
+                                         fallback=fb, warm=warm, return_details=True)
+            dl = maxdiff(tw[3]["logits"][-1], det["logits"][-1])
+            assert tw[0][0].tolist() != ids[0].tolist() or tw[2] != fed or dl > DETECT, (name, dl)
+            log(f"    {name}: the per-token/final twin gives {tw[0][0].tolist()} fed {tw[2]}, last logits "
+                f"max|d| = {dl:.3e}")
+        if output == "last-checked":
+            last = R - 1
+            assert not (last >= ms and (last - ms) % ce == 0), f"{name}: the reference checks the last step"
+            assert R in fed, f"{name}: every token exits, output has no effect"
         cases.append(case)
         by_name[name] = (case, det, fed, ids_fed, spec)
         log(f"    {name:28s} {crit:13s} thr={thr:<6g} r={R:2d} min={ms} every={ce} budget={kb} {fb:6s} "
-            f"warm={warm:10s} -> {ids[0].tolist()} steps {gs} fed {fed} gap {gap:.4f}")
+            f"warm={warm:10s} {prefill}/{output} -> {ids[0].tolist()} steps {gs} fed {fed} gap {gap:.4f}")
+    prompt, n_p = common_prompt, common_prompt.shape[1]
 
     # the replay has power: the other fallback rule changes the last position where it matters
     for a, b in RUNTIME_MUST_DIFFER:
@@ -842,8 +912,9 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
     doc = {
         "description": (
             "Greedy decoding of the tiny_f32 model in this directory, each new token fed alone with "
-            "its own exit step. The prompt is fed one token per forward with an exit criterion, and "
-            "in one lockstep forward (from the zero state) with criterion none. See "
+            "its own exit step. The prompt is fed one token per forward with an exit criterion "
+            "(prefill per-token) or in one forward with the exit test on (prefill prompt), and in one "
+            "lockstep forward (from the zero state) with criterion none. See "
             "tests/data/huginn/README.md (runtime.json) for the exact semantics."
         ),
         "atol_logits": 1e-4,
