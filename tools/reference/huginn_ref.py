@@ -20,11 +20,16 @@ Public API (kept stable, other scripts import it):
       .generate_greedy(ids, max_new_tokens, num_steps)         (uses a HuginnCache)
       .generate_greedy_nocache(ids, max_new_tokens, num_steps) (recomputes from scratch)
       .generate_adaptive(ids, max_new_tokens, num_steps, criterion, threshold, min_steps=0,
-                         check_every=1, kv_budget=0, fallback="latest", warm=None, init="zero")
+                         check_every=1, kv_budget=0, fallback="latest", warm=None, init="zero",
+                         prefill="per-token", output="final")
                                       (per-token exits, §4.2/§4.4/§5/§6.1; the prompt is fed one
                                       token per forward, or in lockstep with criterion "none")
       .forward_adaptive_token(token, cache, num_steps, ...)    (one such forward)
-      .forward_adaptive_lockstep(tokens, cache, num_steps)     (fixed-depth multi-token forward)
+      .forward_adaptive_prompt(tokens, cache, num_steps, criterion, ...)  (prompt forward with exits)
+      .forward_adaptive_lockstep(tokens, cache, num_steps, init="zero", seed=0)
+                                      (fixed-depth multi-token forward)
+      .generate_parallel(ids, max_new_tokens, num_steps=32, inner_recurrence=4, ...)
+                                      (diffusion-style sampler, greedy, counter-based random streams)
       .init_weights(seed, golden=False)
       .save_pretrained(dir, dtype=torch.float32, shards=1, include_freqs_cis=True,
                        duplicate_lm_head=True, omit_config_keys=())
@@ -34,6 +39,8 @@ Public API (kept stable, other scripts import it):
                                       kv_budget slot sharing (§4.2 latest-m4, §4.4 compress-s)
     HaltTracker                       exit criteria kl, entropy-diff, latent-diff, argmax-stable,
                                       cosine (§5.2)
+    mix64 / counter_bits / derive_seed / truncated_normal_stream / counter_states
+                                      Muninn's counter-based random numbers (include/muninn/core/random.hpp)
     compute_freqs_cis(head_dim, block_size, base)
     apply_rope(x, freqs), rms_norm(x, weight, eps)
     sample_num_steps(mean_recurrence, mean_backprop_depth, generator)   (§7.1)
@@ -339,6 +346,89 @@ def sample_num_steps(
 
 
 # ----------------------------------------------------------------------------------------------
+# Counter-based random numbers (the same maths as include/muninn/core/random.hpp)
+# ----------------------------------------------------------------------------------------------
+_M64 = (1 << 64) - 1
+
+
+def mix64(z: int) -> int:
+    """splitmix64 finaliser on a Python int (mod 2^64)."""
+    z &= _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _mix64_np(z):
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def counter_bits(seed: int, index: int, attempt: int) -> int:
+    """64 random bits for element `index` of stream `seed`, draw `attempt`."""
+    key = mix64(seed ^ 0x9E3779B97F4A7C15)
+    b = mix64(key + index)
+    return mix64(b ^ ((attempt * 0xD1B54A32D192ED03) & _M64))
+
+
+def derive_seed(seed: int, kind: int, n: int) -> int:
+    """Seed of sub-stream (kind, n) of a run seed: mix64(seed ^ mix64((kind << 32) + n))."""
+    return mix64((seed & _M64) ^ mix64(((kind << 32) + n) & _M64))
+
+
+def truncated_normal_stream(seed: int, first: int, count: int, sd: float) -> torch.Tensor:
+    """float32 [count]: element i = truncated_normal(seed, first + i, sd).
+
+    Box-Muller (cosine branch) on counter_bits(seed, index, attempt): u1 = (hi32 + 1) / 2^32,
+    t = lo32, z = sqrt(-2 ln u1) cos(2 pi t / 2^32); draws with |z| > 3 are redrawn with
+    attempt + 1 (32 attempts, then 0).  The value is float32(z * float32(sd)).  libm's log / cos
+    in double instead of Muninn's polynomials: they may differ in the last double ulp, which
+    the float32 rounding almost always hides.
+    """
+    import numpy as np
+
+    sd32 = float(np.float32(sd))
+    idx = np.arange(first, first + count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        key = np.uint64(mix64((seed & _M64) ^ 0x9E3779B97F4A7C15))
+        base = _mix64_np(key + idx)
+        out = np.zeros(count, dtype=np.float64)
+        todo = np.ones(count, dtype=bool)
+        for attempt in range(32):
+            bits = _mix64_np(base ^ np.uint64((attempt * 0xD1B54A32D192ED03) & _M64))
+            u1 = ((bits >> np.uint64(32)).astype(np.float64) + 1.0) / 4294967296.0
+            t = (bits & np.uint64(0xFFFFFFFF)).astype(np.float64)
+            z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * t / 4294967296.0)
+            ok = todo & (z >= -3.0) & (z <= 3.0)
+            out[ok] = z[ok] * sd32
+            todo &= ~ok
+            if not todo.any():
+                break
+    return torch.from_numpy(out.astype(np.float32))
+
+
+def state_sd(config: "HuginnConfig") -> float:
+    """Standard deviation of a like-init state: sqrt(2/(5h)) * init_scale * sqrt(h), as Muninn."""
+    h = config.n_embd
+    return math.sqrt(2.0 / (5.0 * h)) * config.init_scale * math.sqrt(h)
+
+
+def counter_states(config: "HuginnConfig", seed: int, first_position: int, rows: int) -> torch.Tensor:
+    """[1, rows, h] like-init states of positions first_position.. from stream `seed`
+    (element i of position p is truncated_normal(seed, p*h + i, sd)): Muninn's
+    state_init::truncated_normal, so chunking does not change them."""
+    h = config.n_embd
+    sd = state_sd(config)
+    if sd <= 0:
+        return torch.zeros(1, rows, h)
+    return truncated_normal_stream(seed, first_position * h, rows * h, sd).view(1, rows, h)
+
+
+# ----------------------------------------------------------------------------------------------
 # KV cache
 # ----------------------------------------------------------------------------------------------
 class HuginnCache:
@@ -412,6 +502,8 @@ class HuginnCache:
 KV_FALLBACKS = ("latest", "none")
 HALT_CRITERIA = ("none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine")
 LOGIT_CRITERIA = ("kl", "entropy-diff", "argmax-stable")
+ADAPTIVE_PREFILLS = ("per-token", "prompt")
+ADAPTIVE_OUTPUTS = ("final", "last-checked")
 
 
 class AdaptiveKVCache:
@@ -476,6 +568,22 @@ class AdaptiveKVCache:
     def seen_tokens(self) -> int:
         return len(self.steps_used)
 
+    def truncate(self, new_len: int) -> None:
+        """Forget every position >= new_len (all slots, and their steps_used).
+
+        The diffusion-style sampler's clear_last_k_entries(k) is truncate(seen_tokens - k)."""
+        if self.pos >= 0:
+            raise RuntimeError("AdaptiveKVCache.truncate inside begin()/finish()")
+        if not 0 <= new_len <= len(self.steps_used):
+            raise ValueError(f"AdaptiveKVCache.truncate({new_len}) with {len(self.steps_used)} tokens")
+        for here in self.entries.values():
+            for p in [p for p in here if p >= new_len]:
+                del here[p]
+        del self.steps_used[new_len:]
+
+    def clear_last_k_entries(self, k: int) -> None:
+        self.truncate(self.seen_tokens - k)
+
     def update(self, k: torch.Tensor, v: torch.Tensor, slot: int) -> Tuple[torch.Tensor, torch.Tensor]:
         if self.pos < 0:
             raise RuntimeError("AdaptiveKVCache.update outside begin()/finish()")
@@ -521,6 +629,11 @@ class HaltTracker:
         self.criterion, self.threshold = criterion, float(threshold)
         self.x0 = x0.detach().clone()
         self.prev_x = x0.detach().reshape(-1).double().clone()
+        # x0 [1, n, h] with n > 1 (a prompt forward): latent criteria take the mean of the n
+        # per-position values (the reference's reduce=True); logit criteria get the last row
+        self.rows = x0.numel() // x0.shape[-1] if x0.dim() > 1 else 1
+        if self.rows > 1:
+            self.prev_x = x0.detach().reshape(self.rows, -1).double().clone()
         self.prev_logp = torch.full((vocab,), -math.log(vocab), dtype=torch.float64)
         self.prev_entropy = 100.0
         self.prev_argmax, self.count = -1, 0
@@ -536,7 +649,18 @@ class HaltTracker:
         c = self.criterion
         if c == "none":
             return False
-        if c in ("latent-diff", "cosine"):
+        if c in ("latent-diff", "cosine") and self.rows > 1:
+            xd = x.detach().reshape(self.rows, -1).double()
+            nx = torch.linalg.vector_norm(xd, dim=-1)
+            if c == "latent-diff":
+                per = torch.linalg.vector_norm(xd - self.prev_x, dim=-1) / nx.clamp(min=1e-30)
+            else:
+                den = (nx * torch.linalg.vector_norm(self.prev_x, dim=-1)).clamp(min=1e-30)
+                per = 1.0 - (xd * self.prev_x).sum(-1) / den
+            val = float(per.mean())
+            self.prev_x = xd.clone()
+            exit_now = val < self.threshold
+        elif c in ("latent-diff", "cosine"):
             xd = x.detach().reshape(-1).double()
             if c == "latent-diff":
                 val = float(torch.linalg.vector_norm(xd - self.prev_x)) / max(float(torch.linalg.vector_norm(xd)), 1e-30)
@@ -708,11 +832,19 @@ class Huginn(nn.Module):
         return e
 
     def initialize_state(
-        self, e: torch.Tensor, init: str = "zero", generator: Optional[torch.Generator] = None
+        self, e: torch.Tensor, init: str = "zero", generator: Optional[torch.Generator] = None,
+        seed: int = 0, first_position: int = 0,
     ) -> torch.Tensor:
-        """Initial recurrent state: "zero", or "random"/"like-init" = trunc-normal (§2.6)."""
+        """Initial recurrent state: "zero", or "random"/"like-init" = trunc-normal (§2.6), or
+        "muninn" = the same distribution from Muninn's counter-based stream `seed` (element i of
+        position p = truncated_normal(seed, p*h + i, sd); e [1, n, h] holds positions
+        first_position..), which the C++ state_init::truncated_normal reproduces exactly."""
         if init == "zero":
             return torch.zeros_like(e)
+        if init == "muninn":
+            if e.dim() != 3 or e.shape[0] != 1:
+                raise ValueError("init 'muninn' needs a [1, n, h] batch-1 tensor")
+            return counter_states(self.config, seed, first_position, e.shape[1]).to(e.dtype)
         if init in ("random", "like-init"):
             h = self.config.n_embd
             std = math.sqrt(2.0 / (5.0 * h)) * self.config.init_scale
@@ -722,7 +854,7 @@ class Huginn(nn.Module):
             with torch.no_grad():
                 nn.init.trunc_normal_(x, 0.0, std, -3.0 * std, 3.0 * std, generator=generator)
             return x * math.sqrt(h)
-        raise ValueError(f"unknown init {init!r} (zero|random)")
+        raise ValueError(f"unknown init {init!r} (zero|random|muninn)")
 
     def iterate_one_step(
         self, e, x, freqs, step: int, cache: Optional[HuginnCache] = None
@@ -841,6 +973,8 @@ class Huginn(nn.Module):
         x0: Optional[torch.Tensor] = None,
         init: str = "zero",
         generator: Optional[torch.Generator] = None,
+        output: str = "final",
+        seed: int = 0,
     ) -> Tuple[torch.Tensor, int, torch.Tensor, HaltTracker]:
         """Feed ONE token at position cache.seen_tokens, with a per-token exit test (§5.1).
 
@@ -848,35 +982,102 @@ class Huginn(nn.Module):
         The check after step s (0-based) runs when s+1 < num_steps, s >= min_steps and
         (s - min_steps) % check_every == 0.  Logit criteria run the head (coda slots rewritten)
         at every check; state criteria run it only at the exit.
+        output: "final" (no exit: the head runs on the final state) or "last-checked" (the
+        reference's behaviour: with a logit criterion, no exit, and the last step s = num_steps-1
+        not a check step of the reference's gating (s >= min_steps, (s - min_steps) % check_every
+        == 0), the logits are those of the last check and the head is not rerun, so the coda KV
+        of this position is the one written at that check; the steps used are num_steps).
         Returns (exit logits [V] fp32, steps used, final raw state [1,1,h], the tracker).
         """
         if num_steps < 1:
             raise ValueError(f"num_steps must be >= 1, got {num_steps}")
         if check_every < 1:
             raise ValueError(f"check_every must be >= 1, got {check_every}")
+        if output not in ADAPTIVE_OUTPUTS:
+            raise ValueError(f"unknown output {output!r} {ADAPTIVE_OUTPUTS}")
         pos = cache.seen_tokens
         cache.begin(pos)
         freqs = self._freqs(pos, 1)
         ids = torch.tensor([[int(token)]], dtype=torch.long, device=self.freqs_cis.device)
         e = self.embed_inputs(ids, freqs, cache)
-        x = self.initialize_state(e, init, generator) if x0 is None else x0.reshape(e.shape).to(e.dtype)
+        if x0 is None:
+            x = self.initialize_state(e, init, generator, seed=seed, first_position=pos)
+        else:
+            x = x0.reshape(e.shape).to(e.dtype)
         V = self.config.padded_vocab_size
         tracker = HaltTracker(criterion, threshold, x, V)
-        logits, used = None, num_steps
+        x, logits, used = self._adaptive_steps(e, x, freqs, cache, num_steps, tracker, min_steps, check_every, output)
+        cache.finish(used)
+        return logits[0, -1], used, x, tracker
+
+    def _adaptive_steps(self, e, x, freqs, cache, num_steps, tracker, min_steps, check_every, output):
+        """The recurrence of one adaptive forward (one token or a lockstep block) with its exit test.
+
+        The test after step s runs when s + 1 < num_steps, s >= min_steps and
+        (s - min_steps) % check_every == 0; a logit criterion sees the last row's logits.
+        Returns (final raw state, logits [1, n, V], steps used)."""
+        logits, used, last_checked = None, num_steps, None
         for s in range(num_steps):
             x = self.iterate_one_step(e, x, freqs, s, cache)
-            check = criterion != "none" and s + 1 < num_steps and s >= min_steps and (s - min_steps) % check_every == 0
+            check = (tracker.criterion != "none" and s + 1 < num_steps and s >= min_steps
+                     and (s - min_steps) % check_every == 0)
             if not check:
                 continue
             lg = self.predict_from_latents(x, freqs, cache) if tracker.needs_logits else None
-            if tracker.update(x, lg):
+            last_checked = lg
+            if tracker.update(x, lg[0, -1] if lg is not None else None):
                 logits = lg if lg is not None else self.predict_from_latents(x, freqs, cache)
                 used = s + 1
                 break
         if logits is None:
-            logits = self.predict_from_latents(x, freqs, cache)
+            last = num_steps - 1
+            ref_checks_last = last >= min_steps and (last - min_steps) % check_every == 0
+            if output == "last-checked" and last_checked is not None and not ref_checks_last:
+                logits = last_checked  # the reference keeps the last check's outputs
+            else:
+                logits = self.predict_from_latents(x, freqs, cache)
+        return x, logits, used
+
+    @torch.no_grad()
+    def forward_adaptive_prompt(
+        self,
+        tokens: Sequence[int],
+        cache: AdaptiveKVCache,
+        num_steps: int,
+        criterion: str,
+        threshold: float,
+        min_steps: int = 0,
+        check_every: int = 1,
+        init: str = "zero",
+        output: str = "final",
+        seed: int = 0,
+    ) -> Tuple[torch.Tensor, int, torch.Tensor, torch.Tensor, HaltTracker]:
+        """Feed n tokens in ONE lockstep forward WITH the exit test (the reference's first call of
+        generate_with_adaptive_compute, do_not_exit_in_prefill=False, reduce=True).
+
+        All n tokens start from initialize_state(e, init) and run the steps together (KV as in
+        forward_adaptive_lockstep).  Checks and `output` as in forward_adaptive_token; kl,
+        entropy-diff and argmax-stable use the LAST row's logits, latent-diff and cosine the mean
+        over the n rows of the per-row value.  On an exit after step s every row used s + 1 steps.
+        Returns (logits [n, V] fp32, steps used, final raw states [1, n, h], initial states, tracker).
+        """
+        if num_steps < 1:
+            raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+        if check_every < 1:
+            raise ValueError(f"check_every must be >= 1, got {check_every}")
+        if output not in ADAPTIVE_OUTPUTS:
+            raise ValueError(f"unknown output {output!r} {ADAPTIVE_OUTPUTS}")
+        n = len(tokens)
+        pos = cache.seen_tokens
+        cache.begin(pos, n)
+        freqs = self._freqs(pos, n)
+        ids = torch.tensor([[int(t) for t in tokens]], dtype=torch.long, device=self.freqs_cis.device)
+        e = self.embed_inputs(ids, freqs, cache)
+        x0 = self.initialize_state(e, init, seed=seed, first_position=pos)
+        tracker = HaltTracker(criterion, threshold, x0, self.config.padded_vocab_size)
+        x, logits, used = self._adaptive_steps(e, x0, freqs, cache, num_steps, tracker, min_steps, check_every, output)
         cache.finish(used)
-        return logits[0, 0], used, x, tracker
+        return logits[0], used, x, x0, tracker
 
     @torch.no_grad()
     def forward_adaptive_lockstep(
@@ -886,6 +1087,7 @@ class Huginn(nn.Module):
         num_steps: int,
         init: str = "zero",
         generator: Optional[torch.Generator] = None,
+        seed: int = 0,
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Feed n tokens at positions cache.seen_tokens.. in ONE fixed-depth forward (no exit test).
 
@@ -904,7 +1106,7 @@ class Huginn(nn.Module):
         freqs = self._freqs(pos, n)
         ids = torch.tensor([[int(t) for t in tokens]], dtype=torch.long, device=self.freqs_cis.device)
         e = self.embed_inputs(ids, freqs, cache)
-        x0 = self.initialize_state(e, init, generator)
+        x0 = self.initialize_state(e, init, generator, seed=seed, first_position=pos)
         x = x0
         for s in range(num_steps):
             x = self.iterate_one_step(e, x, freqs, s, cache)
@@ -928,6 +1130,8 @@ class Huginn(nn.Module):
         init: str = "zero",
         return_details: bool = False,
         cache: Optional[AdaptiveKVCache] = None,
+        prefill: str = "per-token",
+        output: str = "final",
     ):
         """Greedy decoding with per-token exits; the new tokens are fed one per forward.
 
@@ -940,6 +1144,12 @@ class Huginn(nn.Module):
         state) or "normalized" (ln_f of that state); the prompt always starts from the init state,
         also when fed one token at a time, and the first new token continues the last prompt token.
         The new token is the argmax of the exit logits.
+        prefill (with an exit criterion): "per-token" (above) or "prompt": the whole prompt in ONE
+        lockstep forward from the init state WITH the exit test (forward_adaptive_prompt, the
+        reference's first call): every prompt position records the same step count, the next
+        token comes from the last row.  With criterion "none" the prompt is always one forward.
+        output: "final" or "last-checked" (forward_adaptive_token), for every fed forward; the
+        warm-start state is always the final raw state.
 
         Returns (new ids [1, n], steps per generated token [n], steps per fed position
         [len(prompt) + n - 1]); generated token i was chosen by fed position len(prompt)-1+i.
@@ -955,6 +1165,10 @@ class Huginn(nn.Module):
             raise ValueError(f"unknown warm start {warm!r} (None|raw|normalized)")
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
+        if prefill not in ADAPTIVE_PREFILLS:
+            raise ValueError(f"unknown prefill {prefill!r} {ADAPTIVE_PREFILLS}")
+        if output not in ADAPTIVE_OUTPUTS:
+            raise ValueError(f"unknown output {output!r} {ADAPTIVE_OUTPUTS}")
         cfg = self.config
         if cache is None:
             cache = AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget, fallback)
@@ -976,7 +1190,7 @@ class Huginn(nn.Module):
             if may_warm and warm in ("raw", "normalized") and prev_state is not None:
                 x0 = prev_state if warm == "raw" else self.transformer["ln_f"](prev_state)
             lg, used, x, tr = self.forward_adaptive_token(
-                tok, cache, num_steps, criterion, threshold, min_steps, check_every, x0, init
+                tok, cache, num_steps, criterion, threshold, min_steps, check_every, x0, init, output=output
             )
             prev_state = x
             fed_steps.append(used)
@@ -997,6 +1211,19 @@ class Huginn(nn.Module):
                 states.append(xs[:, i : i + 1])
                 starts.append(x0s[:, i : i + 1])
             prev_state, lg = states[-1], all_logits[-1]
+        elif prefill == "prompt":
+            lgs, used, xs, x0s, tr = self.forward_adaptive_prompt(
+                prompt, cache, num_steps, criterion, threshold, min_steps, check_every, init, output
+            )
+            for i in range(len(prompt)):
+                last = i == len(prompt) - 1  # the prompt's checks belong to its last position
+                fed_steps.append(used)
+                all_logits.append(lgs[i])
+                checks.append(list(tr.history) if last else [])
+                check_gaps.append(list(tr.top_gaps) if last else [])
+                states.append(xs[:, i : i + 1])
+                starts.append(x0s[:, i : i + 1])
+            prev_state, lg = states[-1], all_logits[-1]
         else:
             for tok in prompt:
                 lg = feed(tok, False)
@@ -1014,6 +1241,288 @@ class Huginn(nn.Module):
                        "check_gaps": check_gaps, "cache": cache}
             return out, gen_steps, fed_steps, details
         return out, gen_steps, fed_steps
+
+    # -- diffusion-style (parallel) sampling ---------------------------------------------------------
+    @torch.no_grad()
+    def generate_parallel(
+        self,
+        prompt_ids,
+        max_new_tokens: int,
+        num_steps: int = 32,
+        inner_recurrence: int = 4,
+        headway: int = 1,
+        max_wavefront: int = 128,
+        ema_embeds: float = 0.1,
+        state_noise_mixing: float = 0.5,
+        dampened_state_mixer: bool = True,
+        sqrt_mixer: bool = False,
+        freeze: str = "latent-diff",
+        exit_threshold: float = 0.03,
+        continuous_compute: bool = False,
+        max_diffusion_steps: int = 4096,
+        kv_budget: int = 1,
+        stop_ids: Sequence[int] = (),
+        seed: int = 0,
+        init: str = "muninn",
+    ):
+        """Diffusion-style sampling: a wave of not-yet-frozen positions is refined in parallel.
+
+        The upstream sampler `generate_diffusion_style` with full_prefill=True, batch 1 and greedy
+        decoding (argmax, first index on ties).  Outline:
+
+        * Prefill: the prompt in ONE lockstep forward at num_steps steps (kv_budget as below),
+          from the init state; its last logits give the first new token.  frozen = prompt + that
+          token; the wave is the one position P = len(prompt) with a fresh state.
+        * Each diffusion step t feeds the wave, positions [c, c+S) with c = the cache length, as
+          ONE multi-token forward: prelude (with cache), ema blend of the embeddings, noise mix of
+          the states, `inner_recurrence` core steps at step indices 0..inner-1 (all wave positions
+          in lockstep under the causal mask, attending to the cached earlier positions), coda and
+          head on all S rows.  The argmax of each row is the proposal for the next position; the
+          wave grows by `headway` fresh positions (trimmed to max_wavefront), and the freeze
+          rule moves a prefix of the wave into the frozen tokens; the cache is cut back to the
+          first position that will be fed again.
+        * KV: AdaptiveKVCache(kv_budget, fallback "none").  kv_budget 1 is upstream's default
+          "latest-m4-compress-s4" (for Huginn-0125's 4-layer core: one slot per core layer shared
+          by every recurrence step, last write wins); kv_budget 0 is "full" (a slot per step).
+
+        Random numbers (init "muninn", the only one supported): Muninn's counter-based streams,
+        sd = state_sd(config):
+          prefill state of prompt position p, element i: truncated_normal(seed, p*h+i, sd);
+          a fresh state of position p made before the loop (n = 0) or in loop step t (n = t+1):
+            truncated_normal(derive_seed(seed, 1, n), p*h+i, sd);
+          the noise state of position p at loop step t: truncated_normal(derive_seed(seed, 2, t), p*h+i, sd);
+          the j-th extra token guess at loop step t (headway > 1):
+            counter_bits(derive_seed(seed, 3, t), j, 0) % min(65510, vocab_size).
+
+        Upstream behaviour reproduced on purpose (quirks):
+         1. After the prefill the recurrence counter of position P (the first new token's
+            position, whose state has not run yet) is already num_steps, so its noise is
+            damped by 1/(1+num_steps) at the first step.
+         2. latent-diff compares the wave's states with `previous_states[c - old_c:]`.  Before
+            the loop previous_states is the fresh state of P and old_c = 0, so at step 0 the
+            slice is empty: no freeze can happen at step 0.  After a freeze previous_states is
+            the sliced wave (it starts at the new c = k-1) but old_c is the OLD cache index, so
+            the next comparison is misaligned: the state of position c+i is compared with the
+            previous state of position c + (c - old_c) + i (and fewer positions are compared).
+         3. latent-diff freezes up to the LAST converged position (k = c + last index + 1): earlier
+            unconverged positions are frozen with it; the state of position k-1 stays in the wave.
+         4. The ema blend is aligned (old_embeds is the previous wave's blended embeddings, indexed
+            from old_c); at step 0 it blends with embeddings recomputed without the cache over the
+            whole sequence (the same prelude output for position P, up to round-off).
+         5. Appended fresh states count positions that may be trimmed away at once by
+            max_wavefront (a "standing wave": positions_kept = max_wavefront - S may be 0, then
+            the new proposal of the last position is dropped from current_sequence).
+         6. token-stability counts, per position, the steps at which the proposal equalled the
+            previous one; the count never resets when the proposal changes; frozen positions
+            (the prompt included) gain +1 every step.  It freezes up to the last position whose
+            count exceeds num_steps // inner_recurrence.
+         7. fixed freezes `headway` positions per step once step > num_steps // inner_recurrence.
+            With a trimmed wave (positions kept < headway) upstream indexes past the sequence and
+            fails; we raise ValueError there.
+         8. Stop ids are honoured only when step > num_steps (not num_steps // inner): latent-diff
+            tests frozen[old_k:k] (old_k = k of the previous step, 0 before the first freeze, so
+            the first freeze also tests the prompt; k keeps its value on a step without a
+            freeze, so the slice is then empty); fixed and token-stability test the last
+            `headway` frozen tokens, whether or not this step froze anything.
+         9. The loop also stops when step > max_diffusion_steps (checked before step += 1, so the
+            reported diffusion_steps is then one less than the steps run), or when len(frozen) -
+            P >= max_new_tokens, or when len(current_sequence) > block_size (both tested before a
+            step).  The returned tokens are frozen[P:], not truncated to max_new_tokens.
+        10. The extra guesses for headway > 1 come from randint(0, 65510) upstream (the size of
+            Huginn's vocabulary); we draw modulo min(65510, vocab_size) so a small model works.
+        11. Fresh states upstream are drawn in bf16 (initialize_state of a bf16 zeros tensor);
+            ours are float32 (the streams above replace torch's generator anyway).
+
+        Returns (new ids [1, n], details) with details: diffusion_steps, num_core_forward_passes,
+        num_tokens_forward, num_cache_clears, num_standing_waves, recurrence_per_position and
+        token_stable_per_position (the first len(frozen) entries), trace (per step
+        [cache_index, S before the append, len(frozen) after the step]), and for margin checks
+        "gaps" (top1 - top2 logit of every greedy decision) and "criteria" (every latent-diff value).
+        """
+        if init != "muninn":
+            raise ValueError("generate_parallel: only init 'muninn' (counter-based streams) is supported")
+        if freeze not in ("latent-diff", "fixed", "token-stability"):
+            raise ValueError(f"unknown freeze strategy {freeze!r} (latent-diff|fixed|token-stability)")
+        if headway < 1 or inner_recurrence < 1 or num_steps < 1 or max_new_tokens < 1:
+            raise ValueError("headway, inner_recurrence, num_steps and max_new_tokens must be >= 1")
+        cfg = self.config
+        dev = self.freqs_cis.device
+        seq = prompt_ids if torch.is_tensor(prompt_ids) else torch.tensor(prompt_ids, dtype=torch.long)
+        seq = seq if seq.dim() == 2 else seq.unsqueeze(0)
+        if seq.shape[0] != 1:
+            raise ValueError("generate_parallel: batch 1 only")
+        input_ids = seq.to(dev)
+        P = input_ids.shape[1]
+        h = cfg.n_embd
+        stops = set(int(t) for t in stop_ids)
+        cache = AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget, "none")
+
+        def fresh(n_stream: int, first_pos: int, rows: int) -> torch.Tensor:
+            return counter_states(cfg, derive_seed(seed, 1, n_stream), first_pos, rows).to(dev)
+
+        blocked_size = max(cfg.block_size, P + max_new_tokens + headway + 1)
+        rec_counter = torch.zeros(blocked_size, dtype=torch.long)
+        tok_stable = torch.zeros(blocked_size, dtype=torch.long)
+        n_core = n_tok = n_clears = n_standing = 0
+        gaps: List[float] = []
+        criteria: List[float] = []
+        trace: List[List[int]] = []
+
+        def top_gaps(lg: torch.Tensor) -> None:
+            t2 = lg.topk(2, dim=-1).values
+            gaps.extend(float(v) for v in (t2[:, 0] - t2[:, 1]))
+
+        # prefill: the whole prompt in one lockstep forward at num_steps
+        lg, _, _ = self.forward_adaptive_lockstep(input_ids[0].tolist(), cache, num_steps, init="muninn", seed=seed)
+        n_core += 1
+        n_tok += P
+        top_gaps(lg[-1:])
+        next_token = lg[-1:].argmax(-1, keepdim=True)  # [1, 1]
+        frozen = cur = torch.cat([input_ids, next_token], dim=1)
+        rec_counter[: frozen.shape[1]] += num_steps  # quirk 1: position P included
+        states = fresh(0, P, 1)
+
+        if ema_embeds > 0.0:  # quirk 4: recomputed without the cache over the whole sequence
+            old_embeds = self.embed_inputs(cur, self._freqs(0, cur.shape[1]), None)
+        previous_states = states.clone()
+        old_cache_index = 0
+        old_k = k = 0
+        step = 0
+        while (frozen.shape[1] - P) < max_new_tokens and cur.shape[1] <= cfg.block_size:
+            c = cache.seen_tokens
+            S = states.shape[1]
+            if cur.shape[1] < c + S:
+                raise ValueError("generate_parallel: the wave reaches past the sequence (upstream fails here)")
+            freqs = self._freqs(c, S)
+            cache.begin(c, S)
+            new_embeds = self.embed_inputs(cur[:, c : c + S], freqs, cache)
+            if ema_embeds > 0.0:
+                matching_old = old_embeds[:, c - old_cache_index :]
+                e = new_embeds.clone() * (1 - ema_embeds)
+                e[:, : matching_old.shape[1], :] += matching_old * ema_embeds
+                old_embeds = e.clone()
+            else:
+                e = new_embeds
+            if state_noise_mixing > 0:
+                rand_states = counter_states(cfg, derive_seed(seed, 2, step), c, S).to(dev)
+                if dampened_state_mixer:
+                    active = rec_counter[c : c + S]
+                    noise = (state_noise_mixing / (1 + active))[None, :, None].to(dtype=states.dtype, device=dev)
+                else:
+                    noise = torch.as_tensor(state_noise_mixing, dtype=states.dtype, device=dev)
+                if sqrt_mixer:
+                    states = states * F.relu(1 - noise).sqrt() + noise.sqrt() * rand_states
+                else:
+                    states = states * (1 - noise) + noise * rand_states
+            for s in range(inner_recurrence):
+                states = self.iterate_one_step(e, states, freqs, s, cache)
+                rec_counter[c : c + S] += 1
+                n_core += 1
+                n_tok += S
+            all_logits = self.predict_from_latents(states, freqs, cache)
+            cache.finish(inner_recurrence)
+            final_logits = all_logits[0, max(frozen.shape[1] - 1 - c, 0) :, :]
+            top_gaps(final_logits)
+            new_tokens = final_logits.argmax(-1, keepdim=True).T  # [1, n]
+            potential = torch.cat([frozen, new_tokens[:, :-1]], dim=1)
+            tok_stable[: cur.shape[1]] += (cur == potential)[0].long()
+            if headway > 1:
+                ks = derive_seed(seed, 3, step)
+                mod = min(65510, cfg.vocab_size)  # quirk 10
+                extra = torch.tensor([[counter_bits(ks, j, 0) % mod for j in range(headway - 1)]],
+                                     dtype=torch.long, device=dev)
+            else:
+                extra = torch.zeros(1, 0, dtype=torch.long, device=dev)
+            cur = torch.cat([frozen, new_tokens, extra], dim=1)
+            if continuous_compute and states.shape[1] >= headway:
+                new_state = states[:, -headway:].clone()
+            else:
+                new_state = fresh(step + 1, c + S, headway)
+            states = torch.cat([states, new_state], dim=1)
+
+            if max_wavefront > 0 and states.shape[1] > max_wavefront:
+                h_in = max_wavefront - (states.shape[1] - headway)
+                states = states[:, :max_wavefront]
+                cur = cur[:, : c + max_wavefront]
+                n_standing += 1
+            else:
+                h_in = headway
+
+            if freeze == "latent-diff":
+                matching_prev = previous_states[:, c - old_cache_index :]  # quirk 2
+                match = states[:, : matching_prev.shape[1], :]
+                crit = (match - matching_prev).norm(dim=-1) / match.norm(dim=-1)
+                criteria.extend(float(v) for v in crit[0])
+                exits = crit < exit_threshold
+                if exits.sum() > 0:
+                    k = c + int(exits.nonzero()[-1][1]) + 1  # quirk 3
+                    clr = cur.shape[1] - h_in - k + 1
+                    cache.clear_last_k_entries(clr)
+                    n_clears += clr
+                    states = states[:, k - c - 1 :, :]
+                    frozen = cur[:, :k]
+                else:
+                    clr = states.shape[1] - h_in
+                    cache.clear_last_k_entries(clr)
+                    n_clears += clr
+            elif freeze == "token-stability":
+                thr = num_steps // inner_recurrence
+                if bool((tok_stable > thr).any()):
+                    k = int((tok_stable > thr).nonzero()[-1][0]) + 1
+                    clr = cur.shape[1] - h_in - k + 1
+                    cache.clear_last_k_entries(clr)
+                    n_clears += clr
+                    states = states[:, k - c - 1 :, :]
+                    frozen = cur[:, :k]
+                else:
+                    clr = states.shape[1] - h_in
+                    cache.clear_last_k_entries(clr)
+                    n_clears += clr
+                    k = 0
+            else:  # fixed
+                if step > num_steps // inner_recurrence:
+                    if h_in < headway:  # quirk 7
+                        raise ValueError("generate_parallel: freeze 'fixed' with a trimmed wave (upstream fails here)")
+                    clr = states.shape[1] - headway - h_in
+                    cache.clear_last_k_entries(clr)
+                    n_clears += clr
+                    states = states[:, h_in:, :]
+                    frozen = torch.cat([frozen, new_tokens[:, :h_in]], dim=-1)
+                else:
+                    clr = states.shape[1] - h_in
+                    cache.clear_last_k_entries(clr)
+                    n_clears += clr
+            trace.append([c, S, int(frozen.shape[1])])
+
+            if step > num_steps:  # quirk 8
+                if freeze == "latent-diff":
+                    tail = frozen[0, old_k:k].tolist()
+                else:
+                    tail = frozen[0, -headway:].tolist()
+                if any(int(t) in stops for t in tail):
+                    break
+            if step > max_diffusion_steps:  # quirk 9
+                break
+            previous_states = states.clone()
+            old_cache_index = c
+            step += 1
+            old_k = k
+
+        n = frozen.shape[1]
+        details = {
+            "diffusion_steps": step,
+            "num_core_forward_passes": n_core,
+            "num_tokens_forward": n_tok,
+            "num_cache_clears": n_clears,
+            "num_standing_waves": n_standing,
+            "recurrence_per_position": rec_counter[:n].tolist(),
+            "token_stable_per_position": tok_stable[:n].tolist(),
+            "trace": trace,
+            "gaps": gaps,
+            "criteria": criteria,
+            "cache": cache,
+        }
+        return frozen[:, P:].clone(), details
 
     # -- init ------------------------------------------------------------------------------------
     @torch.no_grad()

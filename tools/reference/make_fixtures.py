@@ -570,6 +570,30 @@ RUNTIME_CASES = [
     ("warm_raw_kl_r12", 12, "kl", 5e-3, 0, 1, 0, "latest", "raw"),
     ("warm_normalized_kl_r12", 12, "kl", 3e-3, 0, 1, 0, "latest", "normalized"),
 ]
+# Reference-parity variants, (..., warm, prefill, output[, prompt]): prefill "prompt" feeds the
+# whole prompt in one forward with the exit test on; output "last-checked" keeps a logit
+# criterion's last check when a token does not exit and the reference's gating skips the last step.
+# Each must differ from its prefill "per-token" / output "final" twin (asserted).
+RUNTIME_CASES += [
+    ("prompt_kl_r12", 12, "kl", 2e-3, 0, 1, 0, "latest", "none", "prompt", "final"),
+    ("prompt_latent_diff_r10", 10, "latent-diff", 0.15, 0, 1, 0, "latest", "none", "prompt", "final"),
+    ("prompt_cosine_r10", 10, "cosine", 0.02, 0, 1, 0, "latest", "none", "prompt", "final"),
+    # argmax-stable needs another prompt: with the common one some check's top1-top2 gap is < 2e-3
+    ("prompt_argmax_stable_min1_r8", 8, "argmax-stable", 2, 1, 1, 0, "latest", "none", "prompt", "final",
+     (37, 24, 31, 96, 57)),
+    ("last_checked_kl_min1_every3_r12", 12, "kl", 2e-3, 1, 3, 0, "latest", "none", "per-token", "last-checked"),
+    ("last_checked_entropy_diff_min2_every2_r12", 12, "entropy-diff", 1e-3, 2, 2, 0, "latest", "none",
+     "per-token", "last-checked"),
+]
+
+
+def _spec(spec):
+    """(name, R, crit, thr, min, every, budget, fallback, warm, prefill, output, prompt or None)."""
+    base = tuple(spec[:9])
+    prefill, output = (spec[9], spec[10]) if len(spec) > 9 else ("per-token", "final")
+    return base + (prefill, output, spec[11] if len(spec) > 11 else None)
+
+
 # Pairs whose outputs must differ (tokens, or the exit logits of the last generated token).
 RUNTIME_MUST_DIFFER = [
     ("fallback_latest_kl_r8", "fallback_none_kl_r8"),
@@ -652,11 +676,11 @@ def replay_position(model, spec, ids_fed, det, fed, t, n_prompt, fallback=None, 
     re-run alone, reading the earlier prompt positions' entries of the same step.  lockstep
     overrides the number of lockstep positions (0: apply the token-by-token rule everywhere).
     """
-    name, R, crit, thr, ms, ce, kb, fb, warm = spec
+    name, R, crit, thr, ms, ce, kb, fb, warm, prefill, output, _ = _spec(spec)
     lock = (n_prompt if crit == "none" else 0) if lockstep is None else lockstep
     cache = ReplayKV(det["cache"].trace, fed, t, model.config, kb, fallback or fb, lockstep=lock)
     x0 = det["x0"][t]
-    lg, used, _, _ = model.forward_adaptive_token(ids_fed[t], cache, R, crit, thr, ms, ce, x0=x0)
+    lg, used, _, _ = model.forward_adaptive_token(ids_fed[t], cache, R, crit, thr, ms, ce, x0=x0, output=output)
     return lg, used, cache
 
 
@@ -700,7 +724,23 @@ def check_halt_tracker(log) -> None:
         tr = H.HaltTracker(crit, 0.5, torch.zeros(h), V)
         tr.update(torch.ones(h), None)
         assert tr.value == 1.0, (crit, tr.value)
-    log("    HaltTracker == numpy formulas (kl, entropy-diff, latent-diff, cosine, argmax-stable)")
+    # several rows (a prompt forward): latent criteria take the mean of the per-row values
+    for crit, thr in (("latent-diff", 0.5), ("cosine", 0.1)):
+        x0 = rng.normal(size=(1, 4, h)).astype(np.float32)
+        tr = H.HaltTracker(crit, thr, torch.from_numpy(x0), V)
+        prev = x0[0].astype(np.float64)
+        for i in range(6):
+            x = (x0 + rng.normal(size=x0.shape) / (i + 1)).astype(np.float32)
+            xd = x[0].astype(np.float64)
+            if crit == "latent-diff":
+                per = np.linalg.norm(xd - prev, axis=-1) / np.linalg.norm(xd, axis=-1)
+            else:
+                per = 1.0 - (xd * prev).sum(-1) / (np.linalg.norm(xd, axis=-1) * np.linalg.norm(prev, axis=-1))
+            got = tr.update(torch.from_numpy(x), None)
+            val, prev = float(per.mean()), xd
+            assert abs(val - tr.value) <= 1e-12 and got == (val < thr), (crit, i, val, tr.value)
+    log("    HaltTracker == numpy formulas (kl, entropy-diff, latent-diff, cosine, argmax-stable; "
+        "row means for a prompt)")
 
 
 def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log) -> None:
@@ -733,13 +773,17 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
 
     # 3. the cases
     cases, by_name = [], {}
+    common_prompt = prompt
     for spec in RUNTIME_CASES:
-        name, R, crit, thr, ms, ce, kb, fb, warm = spec
+        name, R, crit, thr, ms, ce, kb, fb, warm, prefill, output, own_prompt = _spec(spec)
+        prompt = common_prompt if own_prompt is None else torch.tensor([list(own_prompt)], dtype=torch.long)
+        n_p = prompt.shape[1]
         assert 8 <= R <= 12, name
         ids, gs, fed, det = model.generate_adaptive(
             prompt, new_n, R, crit, thr, min_steps=ms, check_every=ce, kv_budget=kb, fallback=fb,
             warm=warm, return_details=True, cache=H.AdaptiveKVCache(
                 cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, kv_budget=kb, fallback=fb, trace=True),
+            prefill=prefill, output=output,
         )
         gaps = [float(l.topk(2).values[0] - l.topk(2).values[1]) for l in det["logits"][n_p - 1 :]]
         gap = min(gaps)
@@ -747,7 +791,7 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
         case = {
             "name": name, "prompt": prompt[0].tolist(), "max_new_tokens": new_n, "num_steps": R,
             "criterion": crit, "threshold": thr, "min_steps": ms, "check_every": ce, "kv_budget": kb,
-            "fallback": fb, "warm": warm, "init": "zero",
+            "fallback": fb, "warm": warm, "init": "zero", "prefill": prefill, "output": output,
             "expected_tokens": ids[0].tolist(), "expected_steps": gs, "expected_fed_steps": fed,
             "min_top1_top2_gap": round(gap, 6),
         }
@@ -774,7 +818,10 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
         # lockstep prompt position (criterion none) is re-run alone, not in its [1, n] batch, so
         # there the logits may differ by fp32 round-off.
         ids_fed = prompt[0].tolist() + ids[0].tolist()[:-1]
+        prompt_forward = prefill == "prompt" and crit != "none"  # the prompt in one forward, with exits
         for t in range(1, len(fed)):
+            if prompt_forward and t < n_p:
+                continue  # checked below against the full forward
             lg, used, rc = replay_position(model, spec, ids_fed, det, fed, t, n_p)
             assert used == fed[t], (name, t, used, fed[t])
             if crit == "none" and t < n_p:
@@ -789,10 +836,33 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
             d = maxdiff(torch.stack(det["logits"][:n_p]), full)
             assert d < ROUNDOFF, (name, d)
             assert all(not det["x0"][t].any() for t in range(n_p)), name
+        if prompt_forward:
+            # one lockstep forward from zero that stopped after fed[0] steps: all prompt positions
+            # used the same steps, and their logits are the plain full forward at that depth
+            assert fed[:n_p] == [fed[0]] * n_p, (name, fed)
+            assert all(not det["x0"][t].any() for t in range(n_p)), name
+            if output == "final" or fed[0] < R:
+                with torch.no_grad():
+                    full = model(prompt, fed[0])[0]
+                d = maxdiff(torch.stack(det["logits"][:n_p]), full)
+                assert d < ROUNDOFF, (name, d)
+        if prefill != "per-token" or output != "final":
+            # power: the per-token / final twin gives other tokens, steps, or last logits
+            tw = model.generate_adaptive(prompt, new_n, R, crit, thr, min_steps=ms, check_every=ce, kv_budget=kb,
+                                         fallback=fb, warm=warm, return_details=True)
+            dl = maxdiff(tw[3]["logits"][-1], det["logits"][-1])
+            assert tw[0][0].tolist() != ids[0].tolist() or tw[2] != fed or dl > DETECT, (name, dl)
+            log(f"    {name}: the per-token/final twin gives {tw[0][0].tolist()} fed {tw[2]}, last logits "
+                f"max|d| = {dl:.3e}")
+        if output == "last-checked":
+            last = R - 1
+            assert not (last >= ms and (last - ms) % ce == 0), f"{name}: the reference checks the last step"
+            assert R in fed, f"{name}: every token exits, output has no effect"
         cases.append(case)
         by_name[name] = (case, det, fed, ids_fed, spec)
         log(f"    {name:28s} {crit:13s} thr={thr:<6g} r={R:2d} min={ms} every={ce} budget={kb} {fb:6s} "
-            f"warm={warm:10s} -> {ids[0].tolist()} steps {gs} fed {fed} gap {gap:.4f}")
+            f"warm={warm:10s} {prefill}/{output} -> {ids[0].tolist()} steps {gs} fed {fed} gap {gap:.4f}")
+    prompt, n_p = common_prompt, common_prompt.shape[1]
 
     # the replay has power: the other fallback rule changes the last position where it matters
     for a, b in RUNTIME_MUST_DIFFER:
@@ -842,14 +912,234 @@ def write_runtime_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log
     doc = {
         "description": (
             "Greedy decoding of the tiny_f32 model in this directory, each new token fed alone with "
-            "its own exit step. The prompt is fed one token per forward with an exit criterion, and "
-            "in one lockstep forward (from the zero state) with criterion none. See "
+            "its own exit step. The prompt is fed one token per forward with an exit criterion "
+            "(prefill per-token) or in one forward with the exit test on (prefill prompt), and in one "
+            "lockstep forward (from the zero state) with criterion none. See "
             "tests/data/huginn/README.md (runtime.json) for the exact semantics."
         ),
         "atol_logits": 1e-4,
         "cases": cases,
     }
     dump_json(doc, os.path.join(out_dir, "runtime.json"))
+
+
+# ----------------------------------------------------------------------------------------------
+# parallel.json: diffusion-style (parallel) sampling
+# ----------------------------------------------------------------------------------------------
+PARALLEL_DEFAULTS = dict(
+    max_new_tokens=8, num_steps=8, inner_recurrence=4, headway=1, max_wavefront=128, ema_embeds=0.1,
+    state_noise_mixing=0.5, dampened_state_mixer=True, sqrt_mixer=False, freeze="latent-diff",
+    exit_threshold=0.03, continuous_compute=False, max_diffusion_steps=40, kv_budget=1, stop_ids=[], seed=0,
+)
+# (name, knobs that differ from PARALLEL_DEFAULTS).  Seeds and thresholds were picked so that
+# every decision has margin (see PARALLEL_MIN_GAP / PARALLEL_MIN_REL_MARGIN) and freezes happen
+# at several different steps.
+PARALLEL_CASES = [
+    ("latent_default_thr", dict(seed=5)),
+    ("headway2_wave6", dict(headway=2, max_wavefront=6, max_new_tokens=6, seed=2, exit_threshold=0.1)),
+    ("wavefront4", dict(max_wavefront=4, seed=2, exit_threshold=0.1)),
+    ("no_ema_no_noise", dict(ema_embeds=0.0, state_noise_mixing=0.0, seed=6, exit_threshold=0.1)),
+    ("sqrt_constant_mixer", dict(sqrt_mixer=True, dampened_state_mixer=False, state_noise_mixing=0.2, seed=11,
+                                 exit_threshold=0.2)),
+    ("freeze_fixed", dict(freeze="fixed", seed=2)),
+    ("freeze_token_stability", dict(freeze="token-stability", seed=2)),
+    ("continuous_compute", dict(continuous_compute=True, seed=14, exit_threshold=0.1)),
+    ("kv_full", dict(kv_budget=0, seed=6, exit_threshold=0.1)),
+    # 110 is frozen at step 4 (stop ids are honoured only after step num_steps): ignored; 19 is
+    # frozen at step 13 and stops the run.
+    ("stop_ids", dict(seed=5, max_new_tokens=12, stop_ids=[110, 19])),
+    # upstream's "equal to normal generation with max_wavefront=1": it is not; the wave never
+    # advances (every new proposal is trimmed away) and the run ends at max_diffusion_steps.
+    ("wavefront1_stuck", dict(max_wavefront=1, inner_recurrence=8, ema_embeds=0.0, state_noise_mixing=0.0,
+                              max_diffusion_steps=12, seed=2)),
+]
+# (case, changed knobs): the change must change the tokens or the trace
+PARALLEL_MUST_DIFFER = [
+    ("latent_default_thr", dict(ema_embeds=0.0)),
+    ("latent_default_thr", dict(state_noise_mixing=0.0)),
+    ("latent_default_thr", dict(kv_budget=0)),
+    ("latent_default_thr", dict(dampened_state_mixer=False)),
+    ("no_ema_no_noise", dict(ema_embeds=0.1)),
+    ("no_ema_no_noise", dict(state_noise_mixing=0.5)),
+    ("sqrt_constant_mixer", dict(sqrt_mixer=False)),
+    ("sqrt_constant_mixer", dict(dampened_state_mixer=True)),
+    ("continuous_compute", dict(continuous_compute=False)),
+    ("kv_full", dict(kv_budget=1)),
+    ("freeze_token_stability", dict(kv_budget=0)),
+    ("freeze_fixed", dict(ema_embeds=0.0)),
+    ("headway2_wave6", dict(max_wavefront=128)),
+    ("headway2_wave6", dict(seed=3)),
+    ("wavefront4", dict(max_wavefront=128)),
+    ("stop_ids", dict(stop_ids=[])),
+]
+PARALLEL_MIN_GAP = 2e-3  # top1 - top2 logit of every greedy decision (every wave row of every step)
+PARALLEL_MIN_REL_MARGIN = 0.02  # |latent-diff value - threshold| / threshold of every comparison
+# truncated_normal_at(123, i, 1.0f) for i < 8 as float32 bits, printed by the C++ implementation
+RNG_GOLDEN_123 = [3180940927, 3196290765, 3183937107, 3211871850, 1069604329, 1037802690, 1068728949, 3201329079]
+
+
+def check_counter_rng(log) -> None:
+    """The Python counter-based stream against Muninn's C++ (include/muninn/core/random.hpp)."""
+    got = H.truncated_normal_stream(123, 0, 8, 1.0).numpy().view(np.uint32).tolist()
+    assert got == RNG_GOLDEN_123, got
+    assert H.counter_bits(0, 0, 0) == H.mix64(H.mix64(H.mix64(0x9E3779B97F4A7C15))), "counter_bits(0,0,0)"
+    import subprocess
+    import tempfile
+
+    inc = os.path.join(REPO_ROOT, "include")
+    if shutil.which("g++") is None or not os.path.isfile(os.path.join(inc, "muninn", "core", "random.hpp")):
+        log("    counter RNG == golden bits (g++ or the C++ header not found: cross-check skipped)")
+        return
+    src = (
+        '#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include "muninn/core/random.hpp"\n'
+        "int main(int, char** v) { unsigned long long s = strtoull(v[1], 0, 10); int n = atoi(v[2]);\n"
+        "  float sd = strtof(v[3], 0); for (int i = 0; i < n; ++i) { float f = muninn::truncated_normal_at(s, "
+        "(unsigned long long)i, sd);\n  unsigned u; std::memcpy(&u, &f, 4); std::printf(\"%u\\n\", u); } }\n"
+    )
+    with tempfile.TemporaryDirectory() as td:
+        cpp, exe = os.path.join(td, "rng.cpp"), os.path.join(td, "rng")
+        with open(cpp, "w") as f:
+            f.write(src)
+        r = subprocess.run(["g++", "-std=c++17", "-O2", "-I", inc, cpp, "-o", exe], capture_output=True, text=True)
+        if r.returncode != 0:
+            log("    counter RNG == golden bits (C++ cross-check did not compile: skipped)")
+            return
+        sd = float(np.float32(H.state_sd(H.HuginnConfig(
+            n_embd=64, num_attention_heads=4, intermediate_size=96, vocab_size=128, padded_vocab_size=128,
+            n_layers_in_prelude=1, n_layers_in_recurrent_block=2, n_layers_in_coda=1, mean_recurrence=4,
+            block_size=64))))
+        n = 20000
+        for seed in (0, 123, H.derive_seed(7, 2, 5), (1 << 64) - 1):
+            out = subprocess.run([exe, str(seed), str(n), repr(sd)], capture_output=True, text=True, check=True)
+            cpp_bits = np.array([int(x) for x in out.stdout.split()], dtype=np.uint32)
+            py_bits = H.truncated_normal_stream(seed, 0, n, sd).numpy().view(np.uint32)
+            bad = int((cpp_bits != py_bits).sum())
+            assert bad == 0, (seed, bad)
+    log(f"    counter RNG: Python == C++ truncated_normal_at bit for bit ({4 * n} values, 4 seeds)")
+
+
+def write_parallel_cases(out_dir: str, model: H.Huginn, prompt: torch.Tensor, log) -> None:
+    """tiny_f32/parallel.json: diffusion-style sampling cases, with self-checks of generate_parallel."""
+    cfg = model.config
+    n_p = prompt.shape[1]
+    log("  parallel cases (diffusion-style sampling)")
+    check_counter_rng(log)
+
+    # AdaptiveKVCache.truncate: feeding after a truncation == never having fed the cut positions
+    toks = prompt[0].tolist()
+    c1 = H.AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, 1, "none")
+    model.forward_adaptive_lockstep(toks, c1, 6)
+    model.forward_adaptive_lockstep([3, 4, 5], c1, 4)
+    c1.truncate(n_p + 1)
+    a, _, _ = model.forward_adaptive_lockstep([7, 8], c1, 4)
+    c2 = H.AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, 1, "none")
+    model.forward_adaptive_lockstep(toks, c2, 6)
+    model.forward_adaptive_lockstep([3], c2, 4)  # position n_p alone (round-off only vs. [3, 4, 5])
+    b, _, _ = model.forward_adaptive_lockstep([7, 8], c2, 4)
+    assert maxdiff(a, b) < ROUNDOFF and c1.steps_used == c2.steps_used, maxdiff(a, b)
+    # the prefill (lockstep, one shared slot per core layer) == the plain full forward from the same states
+    with torch.no_grad():
+        x0 = H.counter_states(cfg, 9, 0, n_p)
+        full = model(prompt, 8, input_states=x0)[0]
+    c3 = H.AdaptiveKVCache(cfg.n_layers_in_prelude, cfg.n_layers_in_recurrent_block, 1, "none")
+    lg, _, x0b = model.forward_adaptive_lockstep(toks, c3, 8, init="muninn", seed=9)
+    assert torch.equal(x0b, x0) and maxdiff(lg, full) < ROUNDOFF
+    log("    AdaptiveKVCache.truncate == a cache that never saw the cut positions; prefill == full forward")
+
+    cases, by_name = [], {}
+    for name, knobs in PARALLEL_CASES:
+        kw = {**PARALLEL_DEFAULTS, **knobs}
+        ids, det = model.generate_parallel(prompt, **kw)
+        tr = det["trace"]
+        gap = min(det["gaps"])
+        assert gap > PARALLEL_MIN_GAP, f"{name}: greedy decision too close to a tie ({gap})"
+        # structure of the trace: the wave starts at the last frozen position, never exceeds the
+        # wavefront limit, and stays inside block_size
+        frozen_before = n_p + 1
+        for c, S, fl in tr:
+            assert c == frozen_before - 1, (name, tr)
+            assert kw["max_wavefront"] <= 0 or S <= kw["max_wavefront"], (name, tr)
+            assert c + S + kw["headway"] < cfg.block_size - 8, (name, tr)
+            assert fl >= frozen_before
+            frozen_before = fl
+        assert len(ids[0]) == tr[-1][2] - n_p
+        steps_run = len(tr)
+        assert det["diffusion_steps"] in (steps_run, steps_run - 1)
+        assert det["num_core_forward_passes"] == 1 + steps_run * kw["inner_recurrence"]
+        assert det["num_tokens_forward"] == n_p + kw["inner_recurrence"] * sum(S for _, S, _ in tr)
+        grew = [i for i, (c, S, fl) in enumerate(tr) if fl > (tr[i - 1][2] if i else n_p + 1)]
+        case = {"name": name, "prompt": prompt[0].tolist()}
+        for k in PARALLEL_DEFAULTS:
+            case[k] = kw[k]
+        case["init"] = "muninn"
+        case.update({
+            "expected_tokens": ids[0].tolist(),
+            "expected_diffusion_steps": det["diffusion_steps"],
+            "expected_num_core_forward_passes": det["num_core_forward_passes"],
+            "expected_num_tokens_forward": det["num_tokens_forward"],
+            "expected_num_cache_clears": det["num_cache_clears"],
+            "expected_num_standing_waves": det["num_standing_waves"],
+            "expected_recurrence_per_position": det["recurrence_per_position"],
+            "expected_token_stable_per_position": det["token_stable_per_position"],
+            "expected_trace": tr,
+            "min_top1_top2_gap": round(gap, 6),
+        })
+        if kw["freeze"] == "latent-diff":
+            marg = min(abs(v - kw["exit_threshold"]) / kw["exit_threshold"] for v in det["criteria"])
+            assert marg > PARALLEL_MIN_REL_MARGIN, f"{name}: a latent-diff value within {marg:.3f} of the threshold"
+            case["min_rel_threshold_margin"] = round(marg, 4)
+        if name != "wavefront1_stuck":
+            assert len(grew) >= 3 and len(grew) < steps_run, f"{name}: freezes at {grew} of {steps_run} steps"
+            assert det["diffusion_steps"] <= kw["max_diffusion_steps"], name
+        cases.append(case)
+        by_name[name] = (case, kw, det)
+        log(f"    {name:24s} -> {ids[0].tolist()} steps {det['diffusion_steps']} freezes at {grew} "
+            f"standing {det['num_standing_waves']} gap {gap:.4f}")
+
+    # case-specific facts
+    c = by_name["headway2_wave6"][0]
+    assert c["expected_num_standing_waves"] > 0 and c["headway"] == 2
+    assert by_name["wavefront4"][0]["expected_num_standing_waves"] > 0
+    assert by_name["latent_default_thr"][0]["expected_num_standing_waves"] == 0
+    # stop ids: 110 was frozen at a step <= num_steps and did not stop the run; 19 did, later
+    stop, kw, det = by_name["stop_ids"]
+    assert stop["expected_tokens"][-1] == 19 and 110 in stop["expected_tokens"]
+    assert det["diffusion_steps"] > kw["num_steps"] and len(stop["expected_tokens"]) < kw["max_new_tokens"]
+    first110 = next(i for i, t in enumerate(stop["expected_trace"]) if t[2] > n_p + stop["expected_tokens"].index(110))
+    assert first110 <= kw["num_steps"], first110
+    # upstream's comment says max_wavefront=1 with inner_recurrence=num_steps equals normal generation;
+    # it does not: the only new token is the prefill's, and the loop runs until max_diffusion_steps
+    stuck, kw, det = by_name["wavefront1_stuck"]
+    assert len(stuck["expected_tokens"]) == 1 and det["diffusion_steps"] == kw["max_diffusion_steps"] + 1
+    assert len(stuck["expected_trace"]) == kw["max_diffusion_steps"] + 2
+    assert stuck["expected_num_standing_waves"] == len(stuck["expected_trace"])
+    # most steps converge (latent-diff below the threshold) and "freeze" up to k = len(frozen): no progress
+    assert sum(v < kw["exit_threshold"] for v in det["criteria"]) >= len(stuck["expected_trace"]) // 2
+    # freeze fixed with a wave trimmed below headway indexes past the sequence upstream: refused
+    try:
+        model.generate_parallel(prompt, **{**PARALLEL_DEFAULTS, "freeze": "fixed", "max_wavefront": 1})
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("freeze fixed with max_wavefront 1 was accepted")
+    # power: each knob change changes the observable outputs
+    for name, change in PARALLEL_MUST_DIFFER:
+        case, kw, det = by_name[name]
+        ids2, det2 = model.generate_parallel(prompt, **{**kw, **change})
+        same = ids2[0].tolist() == case["expected_tokens"] and det2["trace"] == case["expected_trace"]
+        assert not same, (name, change)
+    log(f"    {len(PARALLEL_MUST_DIFFER)} knob changes each change the tokens or the trace")
+
+    doc = {
+        "description": (
+            "Diffusion-style (parallel) greedy sampling of the tiny_f32 model in this directory: "
+            "Huginn's generate_diffusion_style with full prefill, batch 1, argmax decisions, and "
+            "Muninn's counter-based random streams. See tests/data/huginn/README.md (parallel.json) "
+            "for the exact semantics."
+        ),
+        "cases": cases,
+    }
+    dump_json(doc, os.path.join(out_dir, "parallel.json"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -913,6 +1203,7 @@ def main() -> None:
                   "h=64, 4 heads x 16, ffn 96, vocab 128, layers (1,2,1), r_mean 4, rope_base 10000, "
                   "F32 single file with freqs_cis and a duplicate lm_head.weight", log)
     write_runtime_cases(d, loaded, prompt32, log)
+    write_parallel_cases(d, loaded, prompt32, log)
 
     # ---- tiny_f16: the same weights stored as F16 (freqs_cis stays F32) --------------------------
     log("tiny_f16")
