@@ -301,6 +301,36 @@ TEST_F(CudaModel, KlExitStepsEqualHost) {
   EXPECT_EQ(gr.steps, hr.steps);
 }
 
+TEST_F(CudaModel, PromptExitsAndParallelSamplerEqualHost) {
+  using HM = model<host_backend, float, huginn_adaptive_arch>;
+  using FM = model<cuda_backend, float, huginn_adaptive_arch>;
+  const HM host = HM::load(data_dir + "tiny_f32");
+  const FM gpu_m = FM::load(data_dir + "tiny_f32", gpu());
+  const std::vector<std::int32_t> prompt = {117, 4, 44, 64, 100};
+  // The reference's adaptive prefill: the whole prompt exits together (state criterion averaged).
+  generate_options g;
+  g.run.init = state_init::zero{};
+  g.run.steps = 10;
+  g.run.halt.criterion = halt_criterion::latent_diff;
+  g.run.halt.threshold = 0.05;
+  g.run.halt.reference_parity();
+  g.max_new_tokens = 6;
+  const auto hr = generate(host, prompt, g);
+  const auto gr = generate(gpu_m, prompt, g);
+  EXPECT_EQ(gr.tokens, hr.tokens);
+  EXPECT_EQ(gr.steps, hr.steps);
+  // The parallel sampler (case latent_default_thr of parallel.json: the host matches the reference).
+  generate_options pg;
+  pg.max_new_tokens = 8;
+  pg.run.steps = 8;
+  pg.run.seed = 5;
+  const auto hp = generate_parallel(host, prompt, pg);
+  const auto gp = generate_parallel(gpu_m, prompt, pg);
+  EXPECT_EQ(gp.tokens, hp.tokens);
+  EXPECT_EQ(gp.diffusion_steps, hp.diffusion_steps);
+  EXPECT_EQ(gp.cache_clears, hp.cache_clears);
+}
+
 TEST_F(CudaModel, BatchEqualsSingle) {
   using M = model<cuda_backend, float>;
   const M m = M::load(data_dir + "tiny_f32", gpu());
