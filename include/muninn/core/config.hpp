@@ -4,8 +4,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace muninn {
+
+/// \brief Mixture-of-Recursions settings (families::mor): which tokens take how many recursions
+/// of the shared block. Other families leave `recursions` at 0.
+struct mor_settings {
+  std::int64_t recursions = 0;          ///< Nr, recursions of the shared block
+  std::string sharing = "middle_cycle"; ///< cycle | middle_cycle (sequence strategies have no per-recursion block)
+  std::string type = "expert";          ///< "expert" (expert-choice) or "token" (token-choice) routing
+  std::string router_type = "linear";   ///< "linear" or "mlp" (Linear d→2d, GELU, Linear 2d→out)
+  std::string router_func = "sigmoid";  ///< expert: sigmoid | tanh | none; token: softmax | sigmoid
+  double alpha = 0.1;                   ///< gate scale α
+  std::vector<double> capacity;         ///< expert: share of candidates kept at each recursion (non-increasing)
+  double temp = 1.0;                    ///< router input divisor
+  bool router_bias = false;             ///< token: a loss-free balancing bias enters the choice (not the gate)
+  bool kv_sharing = false;              ///< recursions ≥ 1 reuse recursion 0's keys and values
+};
 
 /// \brief The numbers that size a model. Structure (which block, which router...) is compile time;
 /// everything here is run time, read from config.json by `io::read_model_config`.
@@ -39,6 +55,7 @@ struct model_config {
   std::int64_t rope_original_max_position = 0;  ///< llama3 "original_max_position_embeddings"
   bool attention_bias = false;              ///< biases on the v and o projections too (q, k: `qk_bias`)
   bool mlp_bias = false;                    ///< biases on the gate, up and down projections
+  mor_settings mor;                         ///< Mixture-of-Recursions settings (families::mor)
   std::string source;                       ///< file the config was read from, for error messages
 
   /// \brief Layers in prelude + core + coda (the unique blocks stored in the checkpoint).

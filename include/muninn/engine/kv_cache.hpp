@@ -31,6 +31,9 @@ struct context_limits {
   std::int64_t max_chunk = 256;  ///< tokens processed together; longer inputs are fed in chunks
   std::int64_t kv_budget = 0;    ///< recurrences that own KV slots (0: every step; k: step s uses s mod k)
   kv_fallback fallback = kv_fallback::latest;  ///< see kv_fallback
+  /// \brief Recursive KV sharing (Mixture-of-Recursions): core steps ≥ 1 attend to step 0's keys
+  /// and values of the same layer and keep none of their own (ragged caches only).
+  bool share_first_step = false;
 };
 
 /// \brief The layer groups of a model: prelude (run once), core (run per recurrence step), coda.
@@ -151,6 +154,86 @@ class executed_layer_cache : public slot_cache<Backend, T, Indexing> {
  private:
   Backend be_;
   typename Backend::template buffer<T> k_gather_, v_gather_;
+};
+
+/// \brief A recursion-wise cache: each slot keeps only the tokens that ran its layer, in position
+/// order (Mixture-of-Recursions: a token routed out after recursion r leaves no keys or values
+/// at deeper recursions). Slot lengths differ, so reads carry the key positions and attention
+/// masks by position; `Indexing` maps (group, recursion, layer) to a slot.
+template <class Backend, class T, class Indexing>
+class ragged_slot_cache : public slot_cache<Backend, T, Indexing> {
+  using base = slot_cache<Backend, T, Indexing>;
+
+ public:
+  /// \brief Allocates every slot for `lim.max_tokens` rows, and their position lists.
+  ragged_slot_cache(const Backend& be, const kv_layout& lay, const context_limits& lim)
+      : base(be, lay, lim), be_(be), pos_(std::size_t(base::num_slots())), len_(std::size_t(base::num_slots()), 0) {
+    pos_dev_ = be.template alloc<std::int32_t>(std::size_t(base::num_slots() * lim.max_tokens));
+    if (lim.share_first_step) {  // where the discarded keys and values of steps >= 1 go
+      k_scratch_ = be.template alloc<T>(std::size_t(lim.max_tokens * lay.kv_dim));
+      v_scratch_ = be.template alloc<T>(std::size_t(lim.max_tokens * lay.kv_dim));
+    }
+  }
+  /// \brief The slot (group, step, layer) writes: its own, or under recursive sharing a scratch
+  /// slot for core steps ≥ 1 (their keys and values are computed and dropped).
+  kv_slot<T> slot(layer_group group, std::int64_t step, std::int64_t layer) {
+    if (discards(group, step)) return kv_slot<T>{k_scratch_.data(), v_scratch_.data()};
+    return base::slot(group, step, layer);
+  }
+  /// \brief Appends the run's positions to the slot of (group, step, layer); returns the slot row
+  /// its keys and values go to.
+  std::int64_t write_row(layer_group group, std::int64_t step, std::int64_t layer, const row_run& run) {
+    if (discards(group, step)) return run.pos0;
+    const std::int64_t id = Indexing::slot_id(this->lay_, this->lim_, group, step, layer);
+    auto& pos = pos_[std::size_t(id)];
+    const std::int64_t row = len_[std::size_t(id)];
+    MUNINN_CHECK(row + run.n <= this->lim_.max_tokens, "KV slot ", id, " is full (", this->lim_.max_tokens, " rows)");
+    MUNINN_CHECK(row == 0 || pos.back() < run.pos0, "KV slot ", id, ": position ", run.pos0,
+                 " written after position ", row ? pos.back() : -1);
+    for (std::int64_t i = 0; i < run.n; ++i) pos.push_back(std::int32_t(run.pos0 + i));
+    be_.upload(pos_dev_.data() + id * this->lim_.max_tokens + row, pos.data() + row, std::size_t(run.n));
+    len_[std::size_t(id)] += run.n;
+    return row;
+  }
+  /// \brief What a run attends to: the slot's rows up to its last token, with their positions.
+  kv_read<T> read(layer_group group, std::int64_t step, std::int64_t layer, const row_run& run,
+                  const std::vector<std::int32_t>&) {
+    if (discards(group, step)) step = 0;  // recursive sharing: step 0's keys and values, all tokens
+    const std::int64_t id = Indexing::slot_id(this->lay_, this->lim_, group, step, layer);
+    const auto& pos = pos_[std::size_t(id)];
+    const auto end = std::upper_bound(pos.begin(), pos.end(), std::int32_t(run.pos0 + run.n - 1));
+    const kv_slot<T> s = base::slot(group, step, layer);
+    return kv_read<T>{s.k, s.v, std::int64_t(end - pos.begin()), pos_dev_.data() + id * this->lim_.max_tokens};
+  }
+  /// \brief Forgets every token from position `length` on.
+  void truncate(std::int64_t length) {
+    for (std::size_t id = 0; id < pos_.size(); ++id) {
+      auto& pos = pos_[id];
+      pos.erase(std::lower_bound(pos.begin(), pos.end(), std::int32_t(length)), pos.end());
+      len_[id] = std::int64_t(pos.size());
+    }
+  }
+  /// \brief Nothing to do: tokens that stop early simply leave no rows deeper.
+  void on_exit(std::int64_t, std::int64_t, std::int64_t) {}
+  /// \brief Tokens each slot holds now (its ragged length).
+  const std::vector<std::int64_t>& slot_lengths() const { return len_; }
+  /// \brief Bytes of keys and values the held tokens occupy (what a paged cache would need).
+  std::size_t used_bytes() const {
+    std::int64_t rows = 0;
+    for (auto n : len_) rows += n;
+    return std::size_t(2 * rows * this->lay_.kv_dim) * sizeof(T);
+  }
+
+ private:
+  bool discards(layer_group group, std::int64_t step) const {
+    return this->lim_.share_first_step && group == layer_group::core && step > 0;
+  }
+
+  Backend be_;
+  typename Backend::template buffer<T> k_scratch_, v_scratch_;  // recursive sharing: dropped keys and values
+  std::vector<std::vector<std::int32_t>> pos_;  // per slot: positions of its rows, ascending
+  std::vector<std::int64_t> len_;               // per slot: rows held
+  typename Backend::template buffer<std::int32_t> pos_dev_;  // per slot: the positions on the backend
 };
 
 /// \brief No cache: each layer call attends only to the rows of its own call (a model that sees

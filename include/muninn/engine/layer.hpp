@@ -68,6 +68,9 @@ struct kv_read {
 template <class T>
 struct kv_views {
   std::vector<kv_slot<T>> write;  ///< per run: the slot its new K/V rows go to (rows pos0 … pos0+n−1)
+  /// \brief Per run: the slot row its first new K/V row goes to, for caches that keep only some
+  /// tokens (ragged rows); empty: the run's position (dense rows).
+  std::vector<std::int64_t> write_row;
   const std::int32_t* row_pos = nullptr;  ///< backend memory: each stacked row's position (for reads with k_pos)
   /// \brief Per run: the rows it attends to (its slot's rows [0, pos0 + n) when empty).
   std::function<kv_read<T>(std::size_t run, const engine::row_run&)> read;
@@ -109,10 +112,10 @@ class layer_pass {
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const row_run& g = runs[i];
       T* q = s_.q + g.row0 * qd;
-      T* k = kv_.write[i].k + g.pos0 * kvd;
+      T* k = kv_.write[i].k + write_row(i) * kvd;
       Rope::apply(be_, q, g.n, qd, d_.n_heads, d_.head_dim, qb, rope_, g.pos0);
       Rope::apply(be_, k, g.n, kvd, d_.n_kv_heads, d_.head_dim, qb ? qb + qd : nullptr, rope_, g.pos0);
-      const kv_read<T> r = kv_.read ? kv_.read(i, g) : kv_read<T>{kv_.write[i].k, kv_.write[i].v, g.pos0 + g.n};
+      const kv_read<T> r = kv_.read ? kv_.read(i, g) : kv_read<T>{kv_.write[i].k, kv_.write[i].v, write_row(i) + g.n};
       T* out = s_.attn + g.row0 * qd;
       if (r.k_pos) {
         MUNINN_CHECK(kv_.row_pos != nullptr, "a KV read with key positions needs the rows' positions");
@@ -155,17 +158,22 @@ class layer_pass {
     gemm_nt(be_, rows, qd, h, 1.0f, in, h, wq, h, 0.0f, s_.q, qd);
     const auto& runs = rows_.runs();
     const bool direct = runs.size() == 1;
-    T* k = direct ? kv_.write[0].k + runs[0].pos0 * kvd : s_.k_tmp;
-    T* v = direct ? kv_.write[0].v + runs[0].pos0 * kvd : s_.v_tmp;
+    T* k = direct ? kv_.write[0].k + write_row(0) * kvd : s_.k_tmp;
+    T* v = direct ? kv_.write[0].v + write_row(0) * kvd : s_.v_tmp;
     gemm_nt(be_, rows, kvd, h, 1.0f, in, h, wk, h, 0.0f, k, kvd);
     gemm_nt(be_, rows, kvd, h, 1.0f, in, h, wv, h, 0.0f, v, kvd);
     if (w_.v_bias.size()) add_bias_rows(be_, v, kvd, w_.v_bias.data(), rows, kvd);
     if (direct) return;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const row_run& g = runs[i];
-      be_.copy(kv_.write[i].k + g.pos0 * kvd, s_.k_tmp + g.row0 * kvd, std::size_t(g.n * kvd));
-      be_.copy(kv_.write[i].v + g.pos0 * kvd, s_.v_tmp + g.row0 * kvd, std::size_t(g.n * kvd));
+      be_.copy(kv_.write[i].k + write_row(i) * kvd, s_.k_tmp + g.row0 * kvd, std::size_t(g.n * kvd));
+      be_.copy(kv_.write[i].v + write_row(i) * kvd, s_.v_tmp + g.row0 * kvd, std::size_t(g.n * kvd));
     }
+  }
+
+  // Slot row of run i's first new K/V row.
+  std::int64_t write_row(std::size_t i) const {
+    return kv_.write_row.empty() ? rows_.runs()[i].pos0 : kv_.write_row[i];
   }
 
   const Backend& be_;

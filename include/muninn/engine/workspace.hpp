@@ -35,6 +35,10 @@ class workspace {
     logits_ = be.template alloc<T>(R * vocab);
     ids_ = be.template alloc<std::int32_t>(R);
     pos_ = be.template alloc<std::int32_t>(R);
+    route_hidden_ = be.template alloc<T>(R * 2 * d.h);
+    route_idx_ = be.template alloc<std::int32_t>(R);
+    route_pos_ = be.template alloc<std::int32_t>(R);
+    gates_ = be.template alloc<float>(R);
     host_ids.resize(R);
     host_rows.resize(R * d.h);
   }
@@ -56,6 +60,10 @@ class workspace {
   T* logits() { return logits_.data(); }    ///< head output [rows, V]
   std::int32_t* ids() { return ids_.data(); }  ///< token ids on the backend [rows]
   std::int32_t* pos() { return pos_.data(); }  ///< each row's position on the backend [rows]
+  T* route_hidden() { return route_hidden_.data(); }  ///< a router network's hidden layer [rows, 2h]
+  std::int32_t* route_idx() { return route_idx_.data(); }  ///< rows a router picked, on the backend [rows]
+  std::int32_t* route_pos() { return route_pos_.data(); }  ///< positions of the picked rows [rows]
+  float* gates() { return gates_.data(); }                  ///< the picked rows' gates [rows]
 
   /// \brief A policy's per-call object of type S kept across calls (the exit test's backend
   /// buffers): made by `make()` the first time, or when a call needs another type, then reused,
@@ -74,8 +82,10 @@ class workspace {
 
  private:
   std::int64_t rows_;
-  buffer e_, x_, alt_, e_part_, head_, normed_, last_, checked_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_, logits_;
-  typename Backend::template buffer<std::int32_t> ids_, pos_;
+  buffer e_, x_, alt_, e_part_, head_, normed_, last_, checked_, q_, attn_, proj_, mlp_in_, mlp_act_, k_tmp_, v_tmp_,
+      logits_, route_hidden_;
+  typename Backend::template buffer<std::int32_t> ids_, pos_, route_idx_, route_pos_;
+  typename Backend::template buffer<float> gates_;
   std::shared_ptr<void> state_;               // see reuse()
   const std::type_info* state_type_ = nullptr;
 };

@@ -4,6 +4,8 @@
 /// front so that prefill and decode never allocate on the backend.
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "muninn/engine/kv_cache.hpp"
@@ -13,6 +15,14 @@ namespace muninn {
 
 template <class Model>
 class forward_pass;
+
+namespace detail {
+template <class S, class = void>
+inline constexpr bool has_truncate = false;
+/// \brief Whether a KV storage must be told when tokens are forgotten (ragged caches).
+template <class S>
+inline constexpr bool has_truncate<S, std::void_t<decltype(std::declval<S&>().truncate(std::int64_t()))>> = true;
+}  // namespace detail
 
 /// \brief KV cache and bookkeeping for one sequence on a backend.
 ///
@@ -53,6 +63,7 @@ class inference_context {
     MUNINN_CHECK(new_length >= 0 && new_length <= length_, "truncate: length ", new_length, " outside [0, ", length_,
                  "]");
     length_ = new_length;
+    if constexpr (detail::has_truncate<storage_type>) kv_.truncate(new_length);  // ragged caches drop rows
     tokens_.resize(std::size_t(new_length));
     steps_used_.resize(std::size_t(new_length));
     if (new_length == 0) has_last_state_ = false;

@@ -46,6 +46,7 @@ class model {
   using kv_policy = typename Arch::kv_cache_policy;          ///< KvCachePolicy
   using halting_policy = typename Arch::halting_policy;      ///< HaltingPolicy
   using family_policy = typename Arch::family_policy;        ///< FamilyPolicy
+  using router_policy = typename Arch::router_policy;        ///< RouterPolicy
   using context_type = inference_context<Backend, T, kv_policy>;  ///< per-sequence KV cache
   using workspace_type = workspace<Backend, T>;                   ///< activations for a stack of rows
 
@@ -106,6 +107,7 @@ class model {
     MUNINN_CHECK(lim.max_chunk > 0, "context: max_chunk must be positive, got ", lim.max_chunk);
     MUNINN_CHECK(lim.kv_budget >= 0, "context: kv_budget must be >= 0, got ", lim.kv_budget);
     lim.max_chunk = std::min(lim.max_chunk, lim.max_tokens);
+    lim.share_first_step = cfg_.mor.kv_sharing;
     return context_type(be_, dims_, kv_shape(), cfg_.vocab_size, lim);
   }
   /// \brief A context for `max_tokens` tokens and up to `max_steps` recurrences (-1: mean_recurrence).
@@ -137,8 +139,14 @@ class model {
     if (opt.latents) opt.latents->assign(std::size_t(total * dims_.h), 0.0f);
     if (opt.blend.mixed) opt.blend.mixed->assign(std::size_t(total * dims_.h), 0.0f);
     if (opt.steps_used) opt.steps_used->assign(std::size_t(total), 0);
-    const std::int64_t chunk = exits_early(opt) ? (exits_together(opt) ? total : 1) : ctx.limits().max_chunk;
-    MUNINN_CHECK(chunk <= ctx.limits().max_chunk, "prefill_exit::prompt runs the ", total,
+    if (opt.depths) opt.depths->assign(std::size_t(total), 0);
+    // A router sees the whole call at once (its capacity is a share of the call's tokens).
+    const std::int64_t chunk = router_policy::routes                   ? total
+                               : !exits_early(opt)                     ? ctx.limits().max_chunk
+                               : exits_together(opt)                   ? total
+                                                                       : 1;
+    MUNINN_CHECK(chunk <= ctx.limits().max_chunk, router_policy::routes ? "a routed model" : "prefill_exit::prompt",
+                 " runs the ", total,
                  " tokens of a call in one pass; the context's max_chunk is ", ctx.limits().max_chunk,
                  " (make the context with max_chunk >= ", total, ")");
     for (std::int64_t c0 = 0; c0 < total; c0 += chunk) {

@@ -34,6 +34,12 @@ struct input_blend {
   std::vector<float>* mixed = nullptr;   ///< receives the blended embeddings [n_tokens, h] when set
 };
 
+/// \brief How a router (Mixture-of-Recursions) picks the tokens of each recursion.
+enum class routing_mode {
+  causal,   ///< per token, from its own router output: what decoding needs (Muninn's rule, see docs/mor.md)
+  scoring,  ///< the reference's: top-k over each whole sequence fed in one call (not causal)
+};
+
 /// \brief Per-call options of a forward pass.
 struct run_options {
   std::int64_t steps = -1;             ///< recurrence steps; -1 means config.mean_recurrence
@@ -46,6 +52,8 @@ struct run_options {
   std::vector<std::int32_t>* steps_used = nullptr;  ///< receives the steps each token ran when set
   step_hook on_step;                   ///< latent trajectory hook (downloads states each step: slow, for analysis)
   input_blend blend;                   ///< mixes the prelude output with earlier embeddings (parallel sampler)
+  routing_mode routing = routing_mode::causal;  ///< how routers pick tokens (routed models only)
+  std::vector<std::int32_t>* depths = nullptr;  ///< routed models: receives the recursions each token ran when set
 };
 
 /// \brief Which positions get logits.

@@ -15,6 +15,7 @@
 #include "muninn/engine/layer.hpp"
 #include "muninn/engine/workspace.hpp"
 #include "muninn/engine/rows.hpp"
+#include "muninn/engine/routing.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/model/halting.hpp"
 #include "muninn/model/options.hpp"
@@ -29,6 +30,14 @@ template <class M>
 using decide_pooled_t = decltype(std::declval<M&>().decide_pooled(
     std::declval<const typename M::value_type*>(), std::int64_t(), std::declval<const std::vector<engine::row_run>&>(),
     std::declval<std::vector<std::uint8_t>&>()));
+template <class S>
+using write_row_t = decltype(std::declval<S&>().write_row(layer_group::core, std::int64_t(), std::int64_t(),
+                                                          std::declval<const engine::row_run&>()));
+/// \brief Whether a KV storage keeps ragged rows (and so says where each run's rows go).
+template <class S, class = void>
+inline constexpr bool has_write_row = false;
+template <class S>
+inline constexpr bool has_write_row<S, std::void_t<write_row_t<S>>> = true;
 /// \brief Whether a halting monitor can decide on whole runs (prefill_exit::prompt).
 template <class M, class = void>
 inline constexpr bool has_decide_pooled = false;
@@ -101,6 +110,34 @@ class forward_pass {
     commit();
   }
 
+  /// \brief The model this call runs.
+  const Model& model() const { return m_; }
+  /// \brief The call's options.
+  const run_options& options() const { return opt_; }
+  /// \brief The workspace (policies use its routing scratch).
+  workspace<backend_type, value_type>& ws() { return ws_; }
+  /// \brief Tokens sequence `seq` feeds in this call (a router's T).
+  std::int64_t fed(std::int32_t seq) const { return pieces_[std::size_t(seq)].n; }
+  /// \brief Records the recursions each picked row has run, for `run_options::depths`.
+  void record_depth(const engine::row_subset& s, std::int32_t depth) {
+    if (!opt_.depths) return;
+    for (std::int64_t i = 0; i < s.rows.size(); ++i) {
+      const piece& p = pieces_[std::size_t(s.rows.seq(i))];
+      (*opt_.depths)[std::size_t(p.offset + s.rows.pos(i) - p.pos0)] = depth;
+    }
+  }
+  /// \brief Gathers the rows `s` picks from `src` into `buf` and runs the layers of `group` (at
+  /// recursion `step`) on them, each reading and writing its sequence's cache.
+  void run_subset(const engine::row_subset& s, const value_type* src, value_type* buf, layer_group group,
+                  std::int64_t step) {
+    const std::int64_t h = m_.dims().h;
+    engine::gather(be_, s, src, h, ws_.route_idx(), buf);
+    std::vector<std::int32_t> pos(std::size_t(s.rows.size()));
+    for (std::int64_t i = 0; i < s.rows.size(); ++i) pos[std::size_t(i)] = std::int32_t(s.rows.pos(i));
+    be_.upload(ws_.route_pos(), pos.data(), pos.size());
+    run_layers_on(s.rows, ws_.route_pos(), group, buf, step);
+  }
+
   /// \brief Embedded input / prelude output [rows, h].
   value_type* e() { return ws_.e(); }
   /// \brief Recurrent state [rows, h].
@@ -129,17 +166,29 @@ class forward_pass {
   /// \brief Runs every layer of `group` in place on buf (recurrence `step` for the core), each
   /// run reading and writing its own sequence's cache.
   void run_layers(layer_group group, value_type* buf, std::int64_t step = 0) {
+    run_layers_on(rows_, ws_.pos(), group, buf, step);
+  }
+
+  /// \brief run_layers on a subset of the rows (a router's choice, gathered into `buf`):
+  /// `rows` are the subset's rows, `pos` their positions on the backend.
+  void run_layers_on(const engine::active_rows& rows, const std::int32_t* pos, layer_group group, value_type* buf,
+                     std::int64_t step) {
     const auto& layers = m_.layers(group);
     for (std::size_t j = 0; j < layers.size(); ++j) {
       kv_views<value_type> kv;
-      kv.row_pos = ws_.pos();
-      for (const auto& run : rows_.runs()) kv.write.push_back(ctx_of(run).kv_.slot(group, step, std::int64_t(j)));
+      kv.row_pos = pos;
+      for (const auto& run : rows.runs()) {
+        auto& storage = ctx_of(run).kv_;
+        kv.write.push_back(storage.slot(group, step, std::int64_t(j)));
+        if constexpr (detail::has_write_row<std::decay_t<decltype(storage)>>)
+          kv.write_row.push_back(storage.write_row(group, step, std::int64_t(j), run));
+      }
       kv.read = [&, j](std::size_t, const engine::row_run& run) {
         auto& c = ctx_of(run);
         return c.kv_.read(group, step, std::int64_t(j), run, c.steps_used_);
       };
       engine::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
-          be_, layers[j], m_.dims(), buf, rows_, kv, m_.weights().rope.data(), ws_.scratch());
+          be_, layers[j], m_.dims(), buf, rows, kv, m_.weights().rope.data(), ws_.scratch());
     }
   }
 

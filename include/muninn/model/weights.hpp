@@ -34,6 +34,15 @@ struct layer_weights {
   buffer mlp_proj_bias;  ///< [h] down-projection bias (Llama `mlp_bias`; empty otherwise)
 };
 
+/// \brief One router's parameters (Mixture-of-Recursions): a linear map, or Linear → GELU → Linear.
+template <class Backend, class T>
+struct router_weights {
+  using buffer = typename Backend::template buffer<T>;  ///< owning storage on the backend
+  buffer w1;  ///< linear router [out, h]; MLP router: first layer [2h, h]
+  buffer w2;  ///< MLP router: second layer [out, 2h]; empty for a linear router
+  std::vector<float> bias;  ///< token choice: loss-free balancing bias [out] (host; enters the choice only)
+};
+
 /// \brief All parameters of a prelude/core/coda model.
 template <class Backend, class T>
 struct model_weights {
@@ -49,6 +58,8 @@ struct model_weights {
   /// \brief Recurrent core layers, run once per recurrence step.
   /// \var coda
   /// \brief Coda layers, run once after the recurrence.
+  /// \brief Routers (Mixture-of-Recursions): one per recursion (expert choice) or one (token choice).
+  std::vector<router_weights<Backend, T>> routers;
   std::int64_t parameter_count = 0;  ///< unique parameters (the RoPE table and a duplicate lm_head excluded)
 };
 

@@ -7,6 +7,7 @@
 
 #include "muninn/backend/host.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/ops/math.hpp"
 #include "muninn/ops/simd.hpp"
 
 namespace muninn {
@@ -21,6 +22,17 @@ inline constexpr std::int64_t elementwise_grain = 1 << 16;
 
 }  // namespace MUNINN_SIMD_ABI
 }  // namespace detail
+
+/// \brief x = gelu(x) in place (the erf form, detail::gelu_erf).
+/// \param be the host backend
+/// \param x  values [n]
+/// \param n  number of elements
+inline void gelu(const host_backend& be, float* x, std::int64_t n) {
+  MUNINN_CHECK(n >= 0, "gelu: negative size ", n);
+  be.parallel_for(n, detail::elementwise_grain, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t i = s; i < e; ++i) x[i] = detail::gelu_erf(x[i]);
+  });
+}
 
 /// \brief y = a + b element-wise.
 /// \param be the host backend

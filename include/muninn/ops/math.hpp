@@ -56,6 +56,14 @@ MUNINN_HOST_DEVICE MUNINN_INLINE void rope_rotate(float& a, float& b, float c, f
 ///
 /// Large negative g gives e^-g = inf and a result of −0, not NaN.
 MUNINN_HOST_DEVICE MUNINN_INLINE float silu(float g) { return g / (1.0f + exp_of(-g)); }
+/// \brief GELU with the exact erf form, 0.5·x·(1 + erf(x/√2)) (PyTorch's default `nn.GELU`).
+MUNINN_HOST_DEVICE MUNINN_INLINE float gelu_erf(float x) {
+#if defined(__CUDA_ARCH__)
+  return 0.5f * x * (1.0f + ::erff(x * 0.70710678118654752f));
+#else
+  return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+#endif
+}
 
 /// \brief 1 / sqrt(sum_sq / cols + eps): the RMSNorm scale of a row whose squares sum to `sum_sq`.
 MUNINN_HOST_DEVICE MUNINN_INLINE float rms_inverse(float sum_sq, std::int64_t cols, float eps) {

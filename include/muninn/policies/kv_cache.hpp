@@ -65,6 +65,27 @@ struct per_layer {
   }
 };
 
+/// \brief Recursion-wise caching (Mixture-of-Recursions): a slot per (recursion, layer) as
+/// per_layer_slot indexes them (recursion = step), each holding only the tokens routed through
+/// it, so deeper slots are shorter. Memory per token is what the held rows take
+/// (`storage::used_bytes`), not the full depth.
+struct recursion_wise {
+  using slot = muninn::slot::kv_cache;                   ///< fills the KvCache slot
+  static constexpr const char* name = "recursion_wise";  ///< spelling used in messages
+  /// \brief The cache object of one sequence.
+  template <class Backend, class T>
+  using storage = engine::ragged_slot_cache<Backend, T, recursion_wise>;
+  /// \brief Slots: one per prelude layer, per (recursion, core layer) and per coda layer.
+  static std::int64_t num_slots(const kv_layout& l, const context_limits& lim) {
+    return per_layer_slot::num_slots(l, lim);
+  }
+  /// \brief Slot of `layer` of `group` at recursion `step`.
+  static std::int64_t slot_id(const kv_layout& l, const context_limits& lim, layer_group group, std::int64_t step,
+                              std::int64_t layer) {
+    return per_layer_slot::slot_id(l, lim, group, step, layer);
+  }
+};
+
 /// \brief No cache at all: every call sees only its own rows (models that take their whole input at
 /// once; a context of this kind cannot decode token by token).
 struct none {

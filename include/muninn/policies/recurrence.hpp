@@ -60,5 +60,24 @@ struct core_loop {
   }
 };
 
+/// \brief Mixture-of-Recursions: first layers once, then the RouterPolicy's recursions of the
+/// shared block over the tokens it picks, then the last layers and the head.
+struct mixture {
+  using slot = muninn::slot::recurrence;          ///< fills the Recurrence slot
+  static constexpr const char* name = "mixture";  ///< spelling used in messages
+  /// \brief The whole pass.
+  template <class Pass>
+  static void run(Pass& p) {
+    p.embed();                                        // e = embed(ids)
+    p.run_layers(layer_group::prelude, p.e());        // the unshared first layer(s)
+    Pass::arch_type::router_policy::recurse(p);       // e += g·f_r(e) on the routed tokens, r = 0 … Nr−1
+    p.run_layers(layer_group::coda, p.e());           // the unshared last layer(s)
+    p.emit_rest(p.e());                               // RMSNorm → head
+  }
+  /// \brief Nothing between the last layer and the head.
+  template <class Pass, class T>
+  static void readout(Pass&, T*) {}
+};
+
 }  // namespace recurrence
 }  // namespace muninn

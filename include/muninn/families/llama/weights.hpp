@@ -67,15 +67,20 @@ void load_llama_mlp(const Backend& be, const io::checkpoint& ck, const model_con
 }
 
 template <class Backend, class T>
-layer_weights<Backend, T> load_llama_layer(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
-                                           std::int64_t i, std::int64_t* cnt) {
-  const std::string p = io::llama_layer_prefix(i);
+layer_weights<Backend, T> load_llama_layer_at(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+                                              const std::string& p, std::int64_t* cnt) {
   layer_weights<Backend, T> w;
   w.norm[0] = load_tensor<Backend, T>(be, ck, p + ".input_layernorm.weight", cnt);
   w.norm[1] = load_tensor<Backend, T>(be, ck, p + ".post_attention_layernorm.weight", cnt);
   load_llama_attention<Backend, T>(be, ck, cfg, p + ".self_attn.", w, cnt);
   load_llama_mlp<Backend, T>(be, ck, cfg, p + ".mlp.", w, cnt);
   return w;
+}
+
+template <class Backend, class T>
+layer_weights<Backend, T> load_llama_layer(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+                                           std::int64_t i, std::int64_t* cnt) {
+  return load_llama_layer_at<Backend, T>(be, ck, cfg, io::llama_layer_prefix(i), cnt);
 }
 
 }  // namespace detail

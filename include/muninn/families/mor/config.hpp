@@ -1,0 +1,128 @@
+#pragma once
+/// \file
+/// \brief Reading a Mixture-of-Recursions config: a Llama config.json plus a `mor` block.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muninn/core/config.hpp"
+#include "muninn/core/error.hpp"
+#include "muninn/families/llama/config.hpp"
+#include "muninn/io/config_json.hpp"
+#include "muninn/io/json.hpp"
+#include "muninn/policies/sharing_map.hpp"
+
+namespace muninn::io {
+namespace detail {
+
+inline const json& mor_field(const json& mor, const char* key, const std::string& path) {
+  const json* v = mor.find(key);
+  if (!v || v->is_null()) fail(path, ": field 'mor.", key, "' is missing");
+  return *v;
+}
+
+inline std::string mor_string(const json& mor, const char* key, const std::string& path, const std::string& def) {
+  const json* v = mor.find(key);
+  if (!v || v->is_null()) return def;
+  if (!v->is_string()) fail(path, ": field 'mor.", key, "' must be a string, found ", v->type_name());
+  return v->as_string();
+}
+
+inline double mor_number(const json& mor, const char* key, const std::string& path, double def) {
+  const json* v = mor.find(key);
+  if (!v || v->is_null()) return def;
+  if (!v->is_number()) fail(path, ": field 'mor.", key, "' must be a number, found ", v->type_name());
+  return v->as_double();
+}
+
+// Checks the settings against each other: recursions, the strategy the router transforms support,
+// router kinds, a non-increasing capacity list of one entry per recursion.
+inline void check_mor_settings(const mor_settings& m, const std::string& path) {
+  MUNINN_CHECK(m.recursions >= 1 && m.recursions <= 64, path, ": field 'mor.num_recursion' must be in [1, 64], got ",
+               m.recursions);
+  MUNINN_CHECK(m.sharing == "cycle" || m.sharing == "middle_cycle", path, ": field 'mor.sharing' is \"", m.sharing,
+               "\"; Mixture-of-Recursions runs cycle or middle_cycle (the strategies its routers are defined on)");
+  MUNINN_CHECK(m.type == "expert" || m.type == "token", path, ": field 'mor.type' must be \"expert\" or \"token\", got \"",
+               m.type, "\"");
+  MUNINN_CHECK(m.router_type == "linear" || m.router_type == "mlp" || m.router_type == "wide_mlp", path,
+               ": field 'mor.router_type' must be linear, mlp or wide_mlp, got \"", m.router_type, "\"");
+  if (m.type == "expert")
+    MUNINN_CHECK(m.router_func == "sigmoid" || m.router_func == "tanh" || m.router_func == "none", path,
+                 ": field 'mor.router_func' of an expert-choice router must be sigmoid, tanh or none, got \"",
+                 m.router_func, "\"");
+  else
+    MUNINN_CHECK(m.router_func == "softmax" || m.router_func == "sigmoid", path,
+                 ": field 'mor.router_func' of a token-choice router must be softmax or sigmoid, got \"", m.router_func,
+                 "\"");
+  MUNINN_CHECK(m.temp > 0, path, ": field 'mor.temp' must be > 0, got ", m.temp);
+  if (m.type != "expert") return;
+  MUNINN_CHECK(m.capacity.empty() || std::int64_t(m.capacity.size()) == m.recursions, path, ": field 'mor.capacity' has ",
+               m.capacity.size(), " entries for ", m.recursions, " recursions");
+  for (std::size_t r = 0; r < m.capacity.size(); ++r) {
+    MUNINN_CHECK(m.capacity[r] > 0 && m.capacity[r] <= 1, path, ": field 'mor.capacity' entry ", r, " is ",
+                 m.capacity[r], "; capacities are shares in (0, 1]");
+    MUNINN_CHECK(r == 0 || m.capacity[r] <= m.capacity[r - 1], path, ": field 'mor.capacity' increases at entry ", r,
+                 " (", m.capacity[r - 1], " then ", m.capacity[r], "); deeper recursions keep fewer tokens");
+  }
+}
+
+}  // namespace detail
+
+/// \brief The `mor` block of a config.json (Muninn's format, named after the reference's Hydra
+/// keys): num_recursion, sharing, type, router_type, router_func, alpha, capacity (list), temp,
+/// balancing ("loss_free" adds the router bias), kv_sharing {enable}.
+inline mor_settings mor_settings_from_json(const json& mor, const std::string& path) {
+  if (!mor.is_object()) fail(path, ": field 'mor' must be an object, found ", mor.type_name());
+  mor_settings m;
+  const json& nr = detail::mor_field(mor, "num_recursion", path);
+  if (!nr.is_number()) fail(path, ": field 'mor.num_recursion' must be an integer");
+  m.recursions = nr.as_int();
+  m.sharing = detail::mor_string(mor, "sharing", path, m.sharing);
+  m.type = detail::mor_string(mor, "type", path, m.type);
+  m.router_type = detail::mor_string(mor, "router_type", path, m.router_type);
+  m.router_func = detail::mor_string(mor, "router_func", path, m.type == "token" ? "softmax" : "sigmoid");
+  m.alpha = detail::mor_number(mor, "alpha", path, m.type == "token" ? 1.0 : 0.1);
+  m.temp = detail::mor_number(mor, "temp", path, 1.0);
+  if (const json* c = mor.find("capacity"); c && !c->is_null()) {
+    if (!c->is_array()) fail(path, ": field 'mor.capacity' must be a list of numbers");
+    for (std::size_t i = 0; i < c->size(); ++i) {
+      if (!(*c)[i].is_number()) fail(path, ": field 'mor.capacity' entry ", i, " is not a number");
+      m.capacity.push_back((*c)[i].as_double());
+    }
+  }
+  m.router_bias = detail::mor_string(mor, "balancing", path, "loss") == "loss_free";
+  if (const json* kv = mor.find("kv_sharing"); kv && kv->is_object())
+    if (const json* en = kv->find("enable"); en && en->is_bool()) m.kv_sharing = en->as_bool();
+  detail::check_mor_settings(m, path);
+  return m;
+}
+
+/// \brief A MoR model_config: the Llama fields, then the recursion layout from `mor`: the first
+/// layer (middle_cycle) in the prelude group, the B shared layers in the core group with
+/// mean_recurrence = Nr, the last layer (middle_cycle) in the coda group. num_hidden_layers is the
+/// unrolled depth the checkpoint stores (1 + B·Nr + 1 for middle_cycle).
+inline model_config mor_config_from_json(const json& root, const std::string& path) {
+  model_config c = llama_config_from_json(root, path);
+  const json* mor = root.is_object() ? root.find("mor") : nullptr;
+  if (!mor) fail(path, ": no 'mor' block: not a Mixture-of-Recursions config");
+  c.mor = mor_settings_from_json(*mor, path);
+  const std::int64_t L = c.n_layers_in_prelude;  // the Llama reader puts every layer in the prelude
+  const sharing_map map = make_sharing_map(parse_sharing(c.mor.sharing), L, c.mor.recursions);
+  MUNINN_CHECK(map.size() == L, path, ": num_hidden_layers = ", L, " is not ", map.middle() ? "2 + " : "",
+               "num_recursion (", c.mor.recursions, ") x a block depth; the checkpoint stores the unrolled layers");
+  c.n_layers_in_prelude = map.middle() ? 1 : 0;
+  c.n_layers_in_recurrent_block = map.block;
+  c.n_layers_in_coda = map.middle() ? 1 : 0;
+  c.mean_recurrence = c.mor.recursions;
+  c.model_type = "mor";
+  return c;
+}
+
+/// \brief Reads a MoR config.json (file, or a directory holding one).
+inline model_config read_mor_config(const std::string& path_or_dir) {
+  const std::string path = config_json_path(path_or_dir);
+  return mor_config_from_json(read_json_file(path), path);
+}
+
+}  // namespace muninn::io

@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// \brief `family::mor`: how a Mixture-of-Recursions checkpoint (the reference's
+/// `MoRLlamaForCausalLM`) is read — a Llama config.json with a `mor` block, the reference's
+/// tensor names, one copy of the shared block.
+
+#include <string>
+
+#include "muninn/core/config.hpp"
+#include "muninn/families/mor/config.hpp"
+#include "muninn/families/mor/names.hpp"
+#include "muninn/families/mor/weights.hpp"
+#include "muninn/io/json.hpp"
+#include "muninn/io/safetensors.hpp"
+#include "muninn/model/weights.hpp"
+#include "muninn/policies/detect.hpp"
+
+namespace muninn {
+namespace family {
+
+/// \brief Mixture-of-Recursions on a Llama: implements the FamilyPolicy concept (see
+/// families/huginn/family.hpp).
+struct mor {
+  using slot = muninn::slot::family;           ///< fills the Family slot
+  static constexpr const char* name = "mor";  ///< spelling in messages and `muninn info`
+  /// \brief The Llama fields plus the `mor` block (io::mor_config_from_json).
+  static model_config read_config(const std::string& dir) { return io::read_mor_config(dir); }
+  /// \brief Opens the checkpoint and validates every name and shape against `cfg`.
+  static io::checkpoint open_checkpoint(const std::string& dir, const model_config& cfg) {
+    return io::open_mor_checkpoint(dir, cfg);
+  }
+  /// \brief Loads the parameters (load_mor_weights).
+  template <class Backend, class T, class Block>
+  static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
+    return load_mor_weights<Backend, T, Block>(be, ck, cfg);
+  }
+  /// \brief True for a config.json with a `mor` object.
+  static bool recognizes(const io::json& config) {
+    const io::json* m = config.is_object() ? config.find("mor") : nullptr;
+    return m && m->is_object();
+  }
+};
+
+}  // namespace family
+}  // namespace muninn
