@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -63,6 +66,14 @@ inline device_choice parse_device(const args& a) {
 /// \brief --steps, --init-state, --seed.
 inline run_options run_options_from(const args& a, const model_config& cfg) {
   run_options opt;
+  const bool routed = cfg.mor.recursions > 0;
+  MUNINN_CHECK(!routed || !a.has("--steps"), "--steps does not apply to a Mixture-of-Recursions model: its routers "
+               "choose each token's depth (at most mor.num_recursion = ", cfg.mor.recursions, ")");
+  MUNINN_CHECK(routed || !(a.has("--routing") || a.has("--show-depths")),
+               a.has("--routing") ? "--routing" : "--show-depths", " applies to Mixture-of-Recursions checkpoints");
+  const std::string routing = a.get("--routing", "causal");
+  MUNINN_CHECK(routing == "causal" || routing == "scoring", "--routing must be causal or scoring, got '", routing, "'");
+  opt.routing = routing == "scoring" ? routing_mode::scoring : routing_mode::causal;
   opt.steps = a.get_int_min("--steps", cfg.mean_recurrence, 0);
   const std::string init = a.get("--init-state", "random");
   if (init == "zero")
@@ -95,7 +106,9 @@ inline context_limits context_from(const args& a, const model_config& cfg, std::
 /// \brief `muninn forward` on a loaded model: logits of every position (optionally to --output).
 template <class Model>
 int forward_with(const Model& m, const args& a, const std::vector<std::int32_t>& ids) {
-  const run_options opt = run_options_from(a, m.config());
+  run_options opt = run_options_from(a, m.config());
+  std::vector<std::int32_t> depths;
+  opt.depths = &depths;
   const std::vector<float> logits = m.forward(ids, opt);
   const std::int64_t V = m.config().vocab_size;
   if (a.has("--output")) {
@@ -106,6 +119,87 @@ int forward_with(const Model& m, const args& a, const std::vector<std::int32_t>&
   for (std::size_t i = 0; i < ids.size(); ++i) top.push_back(argmax_host(logits.data() + std::int64_t(i) * V, V));
   std::cout << "steps=" << opt.steps << " tokens=" << ids.size() << " vocab=" << V << "\n";
   std::cout << "argmax per position: " << join_ids(top) << "\n";
+  if (a.has("--show-depths")) std::cout << "depth per position: " << join_ids(depths) << "\n";
+  return 0;
+}
+
+/// \brief The sequences of `muninn score --data FILE`: lines of token ids (comma or space
+/// separated), or text lines encoded with the checkpoint's tokenizer.json.
+inline std::vector<std::vector<std::int32_t>> score_sequences(const std::string& file, const std::string& dir) {
+  std::ifstream in(file);
+  MUNINN_CHECK(in.good(), "--data: cannot open '", file, "'");
+  std::vector<std::string> lines;
+  bool ids = true;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    ids = ids && line.find_first_not_of("0123456789, \t\r") == std::string::npos;
+    lines.push_back(line);
+  }
+  MUNINN_CHECK(!lines.empty(), "--data: '", file, "' holds no sequence");
+  std::vector<std::vector<std::int32_t>> seqs;
+  if (ids) {
+    for (auto line : lines) {
+      std::replace(line.begin(), line.end(), ' ', ',');
+      std::string compact;
+      for (char c : line) {
+        if (c == '\t' || c == '\r') c = ',';
+        if (c == ',' && (compact.empty() || compact.back() == ',')) continue;
+        compact += c;
+      }
+      if (!compact.empty() && compact.back() == ',') compact.pop_back();
+      seqs.push_back(args::parse_ids(compact, "--data"));
+    }
+    return seqs;
+  }
+  const std::string tj = dir + "/tokenizer.json";
+  MUNINN_CHECK(std::filesystem::exists(tj), "--data: '", file, "' is text, and ", tj,
+               " does not exist to encode it (give token ids instead)");
+  const io::tokenizer tok = io::tokenizer::from_file(tj);
+  for (const auto& line : lines) seqs.push_back(tok.encode(line));
+  return seqs;
+}
+
+/// \brief `muninn score`: mean next-token NLL over every sequence of --data (scoring-mode
+/// routing for a Mixture-of-Recursions model unless --routing causal), and how many
+/// recursions the tokens ran.
+template <class Model>
+int score_with(const Model& m, const args& a, const std::string& dir) {
+  const auto seqs = score_sequences(a.require("--data"), dir);
+  run_options opt = run_options_from(a, m.config());
+  if (m.config().mor.recursions > 0 && !a.has("--routing")) opt.routing = routing_mode::scoring;
+  const std::int64_t V = m.config().vocab_size;
+  double nll = 0;
+  std::int64_t predicted = 0, tokens = 0;
+  std::vector<std::int64_t> hist;
+  for (const auto& ids : seqs) {
+    MUNINN_CHECK(ids.size() >= 2, "--data: a sequence of ", ids.size(), " token has nothing to predict");
+    std::vector<std::int32_t> depths;
+    opt.depths = &depths;
+    const std::vector<float> logits = m.forward(ids, opt);
+    for (std::size_t t = 0; t + 1 < ids.size(); ++t) {
+      const float* row = logits.data() + std::int64_t(t) * V;
+      double mx = row[0], sum = 0;
+      for (std::int64_t v = 1; v < V; ++v) mx = std::max(mx, double(row[v]));
+      for (std::int64_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - mx);
+      nll += mx + std::log(sum) - double(row[ids[t + 1]]);
+      ++predicted;
+    }
+    for (auto d : depths) {
+      if (hist.size() <= std::size_t(d)) hist.resize(std::size_t(d) + 1, 0);
+      ++hist[std::size_t(d)];
+    }
+    tokens += std::int64_t(ids.size());
+  }
+  std::cout << "sequences=" << seqs.size() << " tokens=" << tokens << " predicted=" << predicted << "\n";
+  std::cout << "nll=" << std::fixed << std::setprecision(6) << nll / double(predicted)
+            << " ppl=" << std::exp(nll / double(predicted)) << "\n";
+  if (m.config().mor.recursions > 0) {
+    std::cout << "depth histogram (" << (opt.routing == routing_mode::scoring ? "scoring" : "causal") << " routing):";
+    for (std::size_t d = 1; d < hist.size(); ++d)
+      std::cout << " " << d << ":" << hist[d] << " (" << std::setprecision(1) << 100.0 * double(hist[d]) / double(tokens)
+                << "%)";
+    std::cout << "\n";
+  }
   return 0;
 }
 
@@ -329,6 +423,7 @@ int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>
             << human_bytes(double(ctx.kv_bytes())) << " reserved\n";
   if (tok) std::cout << tok->decode(r.tokens) << "\n";
   if (a.has("--show-steps")) std::cout << join_ids(r.steps) << "\n";
+  if (a.has("--show-depths")) std::cout << "depth per position: " << join_ids(ctx.steps_used()) << "\n";
   std::cout << join_ids(r.tokens) << "\n";
   return 0;
 }

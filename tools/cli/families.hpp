@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "muninn/families/llama/arch.hpp"
+#include "muninn/families/mor/arch.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/muninn.hpp"
 
@@ -21,6 +22,8 @@ enum class model_kind {
   huginn_prenorm,  ///< pre-norm blocks, concat adapter
   huginn_prenorm_add,  ///< pre-norm blocks, additive injection
   llama,           ///< Hugging Face LlamaForCausalLM
+  mor_expert,      ///< Mixture-of-Recursions, expert-choice routers
+  mor_token,       ///< Mixture-of-Recursions, token-choice router
 };
 
 /// \brief The Huginn combinations: early exit compiled in (the criterion is a flag).
@@ -31,8 +34,8 @@ using huginn_prenorm_add_cli_arch = huginn_adaptive_arch::with<block::pre_norm, 
 
 /// \brief What the CLI supports, for the error line.
 inline constexpr const char* supported_models =
-    "huginn_raven / RavenForCausalLM (block_type sandwich or pre_norm, injection_type linear or add) and "
-    "llama / LlamaForCausalLM";
+    "huginn_raven / RavenForCausalLM (block_type sandwich or pre_norm, injection_type linear or add), "
+    "llama / LlamaForCausalLM and Mixture-of-Recursions (a Llama config.json with a mor block)";
 
 namespace detail {
 inline std::string string_field(const io::json& cfg, const char* key, const std::string& fallback) {
@@ -62,14 +65,29 @@ inline model_kind detect_model(const std::string& dir) {
   MUNINN_CHECK(std::filesystem::exists(path), path, " does not exist (a checkpoint directory holds config.json)");
   const io::json cfg = io::read_json_file(path);
   MUNINN_CHECK(cfg.is_object(), path, ": config must be a JSON object");
+  if (family::mor::recognizes(cfg))  // a Llama config with a mor block: check before plain Llama
+    return io::mor_settings_from_json(cfg.at("mor"), path).type == "token" ? model_kind::mor_token
+                                                                           : model_kind::mor_expert;
   if (family::llama::recognizes(cfg)) return model_kind::llama;
   if (family::huginn::recognizes(cfg)) return detail::huginn_kind(cfg, path);
   fail(path, ": model_type '", detail::string_field(cfg, "model_type", "none"), "' (architectures ",
        detail::architectures(cfg), ") is not supported; this build runs ", supported_models);
 }
 
-/// \brief The family name of a combination ("huginn" or "llama").
-inline const char* family_name(model_kind k) { return k == model_kind::llama ? "llama" : "huginn"; }
+/// \brief Whether a combination is a Mixture-of-Recursions model.
+inline bool is_mor(model_kind k) { return k == model_kind::mor_expert || k == model_kind::mor_token; }
+
+/// \brief The family name of a combination ("huginn", "llama" or "mor").
+inline const char* family_name(model_kind k) {
+  return k == model_kind::llama ? "llama" : is_mor(k) ? "mor" : "huginn";
+}
+
+/// \brief The config of the checkpoint at `dir`, read as its family reads it.
+inline model_config read_config_of(model_kind k, const std::string& dir) {
+  if (k == model_kind::llama) return family::llama::read_config(dir);
+  if (is_mor(k)) return family::mor::read_config(dir);
+  return family::huginn::read_config(dir);
+}
 
 /// \brief Loads the checkpoint at `dir` as the model type `kind` (detect_model of its config.json)
 /// and returns `f(model)`.
@@ -77,6 +95,8 @@ template <class Backend, class T, class F>
 decltype(auto) with_model(model_kind kind, const std::string& dir, const Backend& be, F&& f) {
   switch (kind) {
     case model_kind::llama: return f(model<Backend, T, llama_arch>::load(dir, be));
+    case model_kind::mor_expert: return f(model<Backend, T, mor_expert_arch>::load(dir, be));
+    case model_kind::mor_token: return f(model<Backend, T, mor_token_arch>::load(dir, be));
     case model_kind::huginn_add: return f(model<Backend, T, huginn_add_cli_arch>::load(dir, be));
     case model_kind::huginn_prenorm: return f(model<Backend, T, huginn_prenorm_cli_arch>::load(dir, be));
     case model_kind::huginn_prenorm_add: return f(model<Backend, T, huginn_prenorm_add_cli_arch>::load(dir, be));

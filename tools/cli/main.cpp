@@ -40,7 +40,25 @@ std::string require_model_dir(const cli::args& a) {
 
 // The tensors a checkpoint of `kind` holds for `cfg` (validated on open).
 std::vector<io::tensor_spec> tensor_specs_of(cli::model_kind kind, const model_config& cfg) {
+  if (cli::is_mor(kind)) return io::mor_tensor_specs(cfg);
   return kind == cli::model_kind::llama ? io::llama_tensor_specs(cfg) : io::huginn_tensor_specs(cfg);
+}
+
+// The checkpoint of `kind` at `dir`, validated against `cfg`.
+io::checkpoint open_checkpoint_of(cli::model_kind kind, const std::string& dir, const model_config& cfg) {
+  if (cli::is_mor(kind)) return family::mor::open_checkpoint(dir, cfg);
+  return kind == cli::model_kind::llama ? family::llama::open_checkpoint(dir, cfg)
+                                        : family::huginn::open_checkpoint(dir, cfg);
+}
+
+// A MoR checkpoint stores the shared block once per recursion: the copies of recursions >= 1.
+bool is_recursion_copy(const std::string& name, const model_config& cfg) {
+  if (cfg.mor.recursions == 0) return false;
+  const io::mor_names n(cfg);
+  for (std::int64_t r = 1; r < cfg.mor.recursions; ++r)
+    for (std::int64_t l = 0; l < cfg.n_layers_in_recurrent_block; ++l)
+      if (name.rfind(n.block(r, l) + ".", 0) == 0) return true;
+  return false;
 }
 
 // Unique parameters from the name map: RoPE buffers and a duplicate lm_head of a tied model excluded.
@@ -49,7 +67,9 @@ std::int64_t count_parameters(const io::checkpoint& ck, const std::vector<io::te
   std::int64_t params = 0;
   for (const auto& spec : specs) {
     const bool rope = spec.name == "freqs_cis" || spec.name.find("inv_freq") != std::string::npos;
-    if (rope || (cfg.tie_embeddings && spec.name == "lm_head.weight") || !ck.has(spec.name)) continue;
+    if (rope || (cfg.tie_embeddings && spec.name == "lm_head.weight") || !ck.has(spec.name) ||
+        is_recursion_copy(spec.name, cfg))
+      continue;
     std::int64_t n = 1;
     for (auto d : spec.shape) n *= d;
     params += n;
@@ -59,7 +79,7 @@ std::int64_t count_parameters(const io::checkpoint& ck, const std::vector<io::te
 
 // What `muninn info` says of the structure: family, block, injection, RoPE, head.
 void print_structure(std::ostream& os, cli::model_kind kind, const model_config& cfg) {
-  const bool llama = kind == cli::model_kind::llama;
+  const bool llama = kind == cli::model_kind::llama || cli::is_mor(kind);
   os << "family:           " << cli::family_name(kind) << " (model_type " << cfg.model_type << ")\n"
      << "block:            " << cfg.block_type << "\n"
      << "injection:        " << (llama ? "none (no recurrence)" : cfg.injection_type) << "\n"
@@ -67,6 +87,16 @@ void print_structure(std::ostream& os, cli::model_kind kind, const model_config&
   if (cfg.rope_type != "default") os << ", " << cfg.rope_type << " scaling x" << cfg.rope_factor;
   os << "\n"
      << "head:             " << (cfg.tie_embeddings ? "tied to the embedding" : "untied lm_head") << "\n";
+  if (!cli::is_mor(kind)) return;
+  const mor_settings& m = cfg.mor;
+  os << "routing:          " << m.type << "-choice, " << m.router_type << " router, " << m.router_func << ", alpha "
+     << m.alpha;
+  if (m.type == "expert") {
+    os << ", capacity";
+    for (std::int64_t r = 0; r < m.recursions; ++r) os << (r ? "/" : " ") << router::expert_choice::capacity(m, r);
+  }
+  os << "\nsharing:          " << m.sharing << ", " << m.recursions << " recursions of a " << cfg.n_layers_in_recurrent_block
+     << "-layer block" << (m.kv_sharing ? ", recursive KV sharing" : "") << "\n";
 }
 
 int cmd_info(int argc, char** argv) {
@@ -76,8 +106,8 @@ int cmd_info(int argc, char** argv) {
   const std::string dir = require_model_dir(a);
   const cli::model_kind kind = cli::detect_model(dir);
   const bool llama = kind == cli::model_kind::llama;
-  const model_config cfg = llama ? family::llama::read_config(dir) : family::huginn::read_config(dir);
-  const io::checkpoint ck = llama ? family::llama::open_checkpoint(dir, cfg) : family::huginn::open_checkpoint(dir, cfg);
+  const model_config cfg = cli::read_config_of(kind, dir);
+  const io::checkpoint ck = open_checkpoint_of(kind, dir, cfg);
   std::set<std::string> dtypes;
   double file_bytes = 0;
   for (const auto& name : ck.names()) {
@@ -99,6 +129,9 @@ int cmd_info(int argc, char** argv) {
             << "vocab:            " << cfg.vocab_size << "\n";
   if (llama)
     std::cout << "layers:           " << cfg.n_layers_in_prelude << "\n";
+  else if (cli::is_mor(kind))
+    std::cout << "layers:           first " << cfg.n_layers_in_prelude << ", shared block " << cfg.n_layers_in_recurrent_block
+              << " x " << r << " recursions, last " << cfg.n_layers_in_coda << "\n";
   else
     std::cout << "layers:           prelude " << cfg.n_layers_in_prelude << ", core " << cfg.n_layers_in_recurrent_block
               << ", coda " << cfg.n_layers_in_coda << "\n"
@@ -113,7 +146,8 @@ int cmd_info(int argc, char** argv) {
             << "memory fp32:      " << cli::human_bytes(double(params) * 4) << " (host backend)\n"
             << "memory bf16:      " << cli::human_bytes(double(params) * 2) << "\n"
             << "kv cache fp32:    " << cli::human_bytes(double(slots * 2 * kv_dim * 4)) << " per token"
-            << (llama ? "" : " at r=" + std::to_string(r)) << " (" << slots << " slots)\n";
+            << (llama ? "" : cli::is_mor(kind) ? " at most (tokens that run every recursion)" : " at r=" + std::to_string(r))
+            << " (" << slots << " slots)\n";
   return 0;
 }
 
@@ -133,6 +167,15 @@ int cmd_forward(int argc, char** argv) {
   (void)dev;
   return cli::with_model<host_backend, float>(cli::detect_model(dir), dir, host_backend{},
                                               [&](const auto& m) { return cli::forward_with(m, a, ids); });
+}
+
+int cmd_score(int argc, char** argv) {
+  const cli::command_spec spec = cli::score_spec();
+  const cli::args a(argc, argv, 2, spec);
+  if (a.help()) return print_help(spec);
+  const std::string dir = require_model_dir(a);
+  return cli::with_model<host_backend, float>(cli::detect_model(dir), dir, host_backend{},
+                                              [&](const auto& m) { return cli::score_with(m, a, dir); });
 }
 
 // The conversation of --chat (and --system) rendered with the checkpoint's chat template, from
@@ -249,8 +292,9 @@ int main(int argc, char** argv) {
     if (cmd == "info") return cmd_info(argc, argv);
     if (cmd == "forward") return cmd_forward(argc, argv);
     if (cmd == "generate") return cmd_generate(argc, argv);
+    if (cmd == "score") return cmd_score(argc, argv);
     if (cmd == "demo") return muninn::cli::run_demo<cli_model>(argc, argv);
-    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, demo)");
+    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, demo)");
   } catch (const std::exception& e) {
     return report(e);
   }

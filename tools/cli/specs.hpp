@@ -18,7 +18,9 @@ inline std::vector<flag_spec> run_flags() {
           {"--init-state", "zero|random", "initial recurrent state (default random, drawn per position from --seed)"},
           {"--seed", "N", "seed of the random initial state and of sampling, >= 0 (default 0)"},
           {"--device", "cpu|cuda", "where to run (default cpu; cuda needs a build with -DMUNINN_ENABLE_CUDA=ON)"},
-          {"--dtype", "fp32|bf16", "weights and activations (default fp32; bf16 needs --device cuda)"}};
+          {"--dtype", "fp32|bf16", "weights and activations (default fp32; bf16 needs --device cuda)"},
+          {"--routing", "causal|scoring", "Mixture-of-Recursions: per-token rule (default) or the reference's top-k"},
+          {"--show-depths", "", "Mixture-of-Recursions: print the recursions each position ran"}};
 }
 
 inline command_spec info_spec() {
@@ -103,6 +105,19 @@ inline command_spec generate_spec() {
   return s;
 }
 
+inline command_spec score_spec() {
+  command_spec s{"score", "--model DIR --data FILE [flags]",
+                 "mean next-token NLL of sequences (Mixture-of-Recursions: with the depth histogram)",
+                 {model_flag(),
+                  {"--data", "FILE", "one sequence per line: token ids (comma or space separated), or text for DIR/tokenizer.json",
+                   true}},
+                 "A Mixture-of-Recursions model routes by the reference's top-k here (--routing scoring) unless\n"
+                 "--routing causal is given: the numbers its paper reports are scored that way."};
+  for (auto& f : run_flags())
+    if (f.name != "--device" && f.name != "--dtype" && f.name != "--show-depths") s.flags.push_back(f);
+  return s;
+}
+
 inline command_spec demo_spec() {
   return {"demo", "[flags]",
           "accuracy of the embedded shell-game model at several recurrence depths and with KL exit",
@@ -116,7 +131,9 @@ inline command_spec demo_spec() {
 }
 
 /// \brief Every subcommand, in the order `muninn --help` lists them.
-inline std::vector<command_spec> all_specs() { return {demo_spec(), info_spec(), forward_spec(), generate_spec()}; }
+inline std::vector<command_spec> all_specs() {
+  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec()};
+}
 
 /// \brief "  --steps R" padded to the help column.
 inline std::string flag_label(const flag_spec& f) {

@@ -118,12 +118,14 @@ class forward_pass {
   workspace<backend_type, value_type>& ws() { return ws_; }
   /// \brief Tokens sequence `seq` feeds in this call (a router's T).
   std::int64_t fed(std::int32_t seq) const { return pieces_[std::size_t(seq)].n; }
-  /// \brief Records the recursions each picked row has run, for `run_options::depths`.
+  /// \brief Records that the picked rows have run `depth` recursions: a routed model's tokens
+  /// each keep their own depth (their steps_used, and `run_options::depths`).
   void record_depth(const engine::row_subset& s, std::int32_t depth) {
-    if (!opt_.depths) return;
+    if (depth_.empty())
+      for (const piece& p : pieces_) depth_.emplace_back(std::size_t(p.n), 0);
     for (std::int64_t i = 0; i < s.rows.size(); ++i) {
       const piece& p = pieces_[std::size_t(s.rows.seq(i))];
-      (*opt_.depths)[std::size_t(p.offset + s.rows.pos(i) - p.pos0)] = depth;
+      depth_[std::size_t(s.rows.seq(i))][std::size_t(s.rows.pos(i) - p.pos0)] = depth;
     }
   }
   /// \brief Gathers the rows `s` picks from `src` into `buf` and runs the layers of `group` (at
@@ -424,16 +426,18 @@ class forward_pass {
     p.ctx->kv_.on_exit(p.pos0, p.n, p.steps_done);
   }
 
-  // The call's tokens join their contexts.
+  // The call's tokens join their contexts, with the steps (a routed model: the recursions) each ran.
   void commit() {
-    for (piece& p : pieces_) {
+    for (std::size_t k = 0; k < pieces_.size(); ++k) {
+      piece& p = pieces_[k];
       auto& ctx = *p.ctx;
       ctx.length_ += p.n;
       ctx.tokens_.insert(ctx.tokens_.end(), p.ids, p.ids + p.n);
-      ctx.steps_used_.insert(ctx.steps_used_.end(), std::size_t(p.n), std::int32_t(p.steps_done));
-      if (opt_.steps_used)
-        std::fill(opt_.steps_used->begin() + p.offset, opt_.steps_used->begin() + p.offset + p.n,
-                  std::int32_t(p.steps_done));
+      std::vector<std::int32_t> steps(std::size_t(p.n), std::int32_t(p.steps_done));
+      if (!depth_.empty()) steps = depth_[k];
+      ctx.steps_used_.insert(ctx.steps_used_.end(), steps.begin(), steps.end());
+      if (opt_.steps_used) std::copy(steps.begin(), steps.end(), opt_.steps_used->begin() + p.offset);
+      if (opt_.depths && !depth_.empty()) std::copy(steps.begin(), steps.end(), opt_.depths->begin() + p.offset);
     }
   }
 
@@ -447,6 +451,7 @@ class forward_pass {
   bool pooled_ = false;        // prefill_exit::prompt with a state criterion: statistics averaged over a run's rows
   bool keep_checked_ = false;  // unchecked_end::last_checked with a logit criterion: keep the checked states
   bool has_checked_ = false;   // ws.checked() holds the states of this call's last check
+  std::vector<std::vector<std::int32_t>> depth_;  // routed models: per piece, the recursions each token ran
   std::int64_t steps_ = 0, max_steps_ = 0;
   engine::active_rows rows_;
   value_type* x_ = nullptr;
