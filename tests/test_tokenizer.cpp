@@ -2,6 +2,7 @@
 // oracle is the Hugging Face `tokenizers` package (and jinja2 for the chat template).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -369,6 +370,70 @@ TEST(Tokenizer, ErrorsNameTheFileAndTheProblem) {
   std::string bad_merge = mini();
   bad_merge.replace(bad_merge.find("\"a b\""), 5, "\"a c\"");
   has(error_of(bad_merge), "merge 0");
+}
+
+// Encoding time grows linearly with the input, also with many lstrip and single_word added tokens (looking back
+// over all the text before each of them made this quadratic): 8x the text may take at most 24x the time, where
+// quadratic work takes 64x. The smaller input is large enough (256 KB) for the timings to be well above noise.
+TEST(Tokenizer, EncodingIsLinearWithStrippingAddedTokens) {
+  const tokenizer tok = tokenizer::from_file(dir + "gpt2_prefix.json");
+  const std::string unit = "it's a <mask> test ing  [R]   of ing words\n\n  <mask> x <|end_turn|> ";
+  const auto seconds = [&](std::size_t bytes) {
+    std::string text;
+    while (text.size() < bytes) text += unit;
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto ids = tok.encode(text);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      EXPECT_GT(ids.size(), bytes / 8);
+    }
+    return best;
+  };
+  const double small = seconds(256 * 1024), large = seconds(8 * 256 * 1024);
+  EXPECT_LT(large, 24 * small) << "256 KB: " << small << " s, 2 MB: " << large << " s";
+}
+
+// A pattern that backtracks without end stops with an error naming it instead of running on.
+TEST(Tokenizer, RunawayPatternIsAnErrorNamingIt) {
+  const tokenizer tok = tokenizer::from_string(
+      mini("\"BPE\"", R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a+)+$"},)"
+                      R"("behavior":"Isolated"},{"type":"ByteLevel","use_regex":false}]})"),
+      "runaway.json");
+  // Short inputs are fine (ids from tokenizers, whose Oniguruma gives up on the long one as well).
+  EXPECT_EQ(tok.encode("aab"), (std::vector<std::int32_t>{0, 2}));
+  EXPECT_EQ(tok.encode("baa"), (std::vector<std::int32_t>{1, 0, 0}));
+  try {
+    tok.encode(std::string(40, 'a') + "b");
+    ADD_FAILURE() << "no error";
+  } catch (const muninn::error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("(a+)+$"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("match limit"), std::string::npos) << msg;
+  }
+}
+
+// Token ids are bounded by how many tokens the file lists: a tiny file cannot ask for an id table of gigabytes.
+TEST(Tokenizer, HugeTokenIdIsRefused) {
+  const auto has = [](const std::string& msg, const std::string& part) {
+    EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected to contain: " << part;
+  };
+  std::string msg = error_of(R"({"model":{"vocab":{"a":1000000000},"merges":[]}})", "huge.json");
+  has(msg, "huge.json");
+  has(msg, "'a'");
+  has(msg, "1000000000");
+  // The same through an added token.
+  std::string text = mini();
+  text.replace(text.find(R"("id":3)"), 6, R"("id":900000000)");
+  msg = error_of(text, "huge_added.json");
+  has(msg, "huge_added.json");
+  has(msg, "<s>");
+  // Gaps up to the stated slack are fine.
+  text = mini();
+  const std::string id = std::to_string(4 + tokenizer::id_slack - 1);
+  text.replace(text.find(R"("id":3)"), 6, "\"id\":" + id);
+  EXPECT_EQ(error_of(text), "");
+  EXPECT_EQ(tokenizer::from_string(text, "gap.json").vocab_size(), 4 + tokenizer::id_slack);
 }
 
 }  // namespace

@@ -448,9 +448,13 @@ class regex {
   /// \throws muninn::error naming the pattern when PCRE2 gives up (match limit, JIT stack)
   void find_all(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const {
     detail::pcre2_thread_state& st = detail::pcre2_state();
-    pcre2_set_match_limit_8(st.context, std::uint32_t(std::min<std::size_t>(
-                                            std::max<std::size_t>(10'000'000, text.size() * match_steps_per_byte),
-                                            0xFFFFFFFFu)));
+    // Limits that grow with the subject, so that long pieces of ordinary text pass and a pattern that backtracks
+    // without end stops with an error. Depth and heap only bind the interpreter (no JIT on this CPU).
+    const std::size_t steps = std::max<std::size_t>(10'000'000, text.size() * match_steps_per_byte);
+    pcre2_set_match_limit_8(st.context, std::uint32_t(std::min<std::size_t>(steps, 0xFFFFFFFFu)));
+    pcre2_set_depth_limit_8(st.context, std::uint32_t(std::min<std::size_t>(steps, 0xFFFFFFFFu)));
+    pcre2_set_heap_limit_8(st.context, std::uint32_t(std::min<std::size_t>(
+                                           std::max<std::size_t>(20 * 1024, text.size() / 2), 0xFFFFFFFFu)));  // KiB
     const auto* subject = reinterpret_cast<PCRE2_SPTR8>(text.empty() ? "" : text.data());
     const std::size_t n = text.size();
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer_8(st.data);

@@ -18,6 +18,11 @@
 /// naming the file, the pattern, PCRE2's message and the offset. Matches are iterated as `tokenizers` iterates
 /// them, including its treatment of empty matches. Added-token tests (`single_word`, `lstrip`, `rstrip`) and the
 /// `Digits` step use the `\p{L}` / `\p{N}` / white-space tables of unicode_classes.hpp.
+///
+/// Encoding is linear in the input for every option above (BPE on one long pre-token is O(n log n)); a regex that
+/// backtracks without end stops with an error naming it (PCRE2's match limit, see regex::match_steps_per_byte).
+/// Token ids may exceed the number of tokens the file lists by at most tokenizer::id_slack, so that the id table
+/// stays proportional to the file.
 
 #include <algorithm>
 #include <array>
@@ -501,6 +506,13 @@ class tokenizer {
   };
 
   static constexpr std::size_t cache_capacity = 1 << 16;
+
+ public:
+  /// \brief How far token ids may go beyond the number of tokens the file lists (vocabulary plus added tokens):
+  /// room for gaps, while a file naming id 1 000 000 000 is refused instead of allocating an id table that long.
+  static constexpr std::int64_t id_slack = 1 << 16;
+
+ private:
   static constexpr std::size_t cache_max_piece = 256;
 
   tokenizer() : cache_(std::make_shared<bpe_cache>()) {}
@@ -522,6 +534,10 @@ class tokenizer {
 
   void set_token(std::int32_t id, const std::string& text, std::string bytes, bool special) {
     MUNINN_CHECK(id >= 0 && id < (1 << 30), "token id ", id, " of '", text, "' is out of range");
+    // The id table is as long as the largest id: bounding ids by what the file lists keeps a small file from
+    // asking for gigabytes.
+    MUNINN_CHECK(std::int64_t(id) < id_limit_, "token id ", id, " of '", text, "' is out of range: the file lists ",
+                 listed_, " tokens, and ids must stay below ", id_limit_, " (that count plus ", id_slack, ")");
     if (std::size_t(id) >= tokens_.size()) tokens_.resize(std::size_t(id) + 1);
     token_entry& e = tokens_[id];
     e.text = text;
@@ -532,6 +548,12 @@ class tokenizer {
 
   void load(const json& root) {
     MUNINN_CHECK(root.is_object(), "the document is not a JSON object");
+    const json& model = root.at("model");
+    const json* vocab = model.is_object() ? model.find("vocab") : nullptr;
+    const json* added = root.find("added_tokens");
+    listed_ = (vocab && vocab->is_object() ? std::int64_t(vocab->size()) : 0) +
+              (added && added->is_array() ? std::int64_t(added->size()) : 0);
+    id_limit_ = listed_ + id_slack;
     load_model(root.at("model"));
     load_added(root);
     load_normalizer(root);
@@ -774,11 +796,12 @@ class tokenizer {
       std::size_t mb = p, me = p + hit->content.size();
       p = me;  // a discarded match still consumes its text, as in aho-corasick's non-overlapping iteration
       if (hit->single_word) {
-        const bool left_ok = mb == begin || !ends_with_word(s.substr(begin, mb - begin));
+        const bool left_ok = mb == begin || !detail::is_word_char(code_point_before(s, begin, mb).first);
         const bool right_ok = me == end || !starts_with_word(s.substr(me, end - me));
         if (!left_ok || !right_ok) continue;
       }
-      if (hit->lstrip) mb = std::max(start_offset, space_start(s, begin, mb));
+      // Only back to the end of what was emitted: looking further would make many lstrip tokens quadratic.
+      if (hit->lstrip) mb = space_start(s, start_offset, mb);
       if (hit->rstrip) {
         me = space_end(s, me, end);
         p = me;
@@ -790,10 +813,15 @@ class tokenizer {
     if (start_offset < end) out.push_back({start_offset, end, -1});
   }
 
-  static bool ends_with_word(std::string_view s) {
-    if (s.empty()) return false;
-    const detail::code_points cps(s);
-    return detail::is_word_char(cps.cp.back());
+  // The code point that ends at `at` (not starting before `begin`) and its length; U+FFFD for invalid UTF-8.
+  static std::pair<std::uint32_t, std::size_t> code_point_before(std::string_view s, std::size_t begin,
+                                                                 std::size_t at) {
+    std::size_t k = at - 1;
+    while (k > begin && at - k < 4 && (static_cast<unsigned char>(s[k]) & 0xC0u) == 0x80u) --k;
+    std::uint32_t cp = 0;
+    std::size_t bad = 0;
+    if (detail::utf8_decode(s, k, cp, bad) == at - k) return {cp, at - k};
+    return {0xFFFDu, 1};
   }
   static bool starts_with_word(std::string_view s) {
     if (s.empty()) return false;
@@ -803,10 +831,12 @@ class tokenizer {
   }
   // Start of the white-space run that ends at `at` (not before `begin`).
   static std::size_t space_start(std::string_view s, std::size_t begin, std::size_t at) {
-    const detail::code_points cps(s.substr(begin, at - begin));
-    std::size_t k = cps.size();
-    while (k > 0 && detail::is_space(cps.cp[k - 1])) --k;
-    return begin + cps.offset[k];
+    while (at > begin) {
+      const auto [cp, len] = code_point_before(s, begin, at);
+      if (!detail::is_space(cp)) break;
+      at -= len;
+    }
+    return at;
   }
   // End of the white-space run that starts at `at` (not after `end`).
   static std::size_t space_end(std::string_view s, std::size_t at, std::size_t end) {
@@ -913,6 +943,8 @@ class tokenizer {
   std::vector<template_item> template_;
   std::int32_t byte_id_[256] = {};
   std::int32_t unk_id_ = -1;
+  std::int64_t listed_ = 0;    // tokens the file lists (vocabulary and added tokens)
+  std::int64_t id_limit_ = 0;  // ids must stay below this
   bool ignore_merges_ = false;
   bool fuse_unk_ = false;
   std::shared_ptr<bpe_cache> cache_;
