@@ -14,8 +14,9 @@ namespace {
 using muninn::io::tokenizer;
 
 const tokenizer& load(const std::string& name) {
-  static const tokenizer gpt2_prefix = tokenizer::from_file(std::string(MUNINN_BENCH_DATA) + "/tokenizer/gpt2_prefix.json");
-  static const tokenizer llama3 = tokenizer::from_file(std::string(MUNINN_BENCH_DATA) + "/tokenizer/llama3.json");
+  const std::string dir = std::string(MUNINN_BENCH_DATA) + "/tokenizer/";
+  static const tokenizer gpt2_prefix = tokenizer::from_file(dir + "gpt2_prefix.json");
+  static const tokenizer llama3 = tokenizer::from_file(dir + "llama3.json");
   return name == "llama3" ? llama3 : gpt2_prefix;
 }
 

@@ -133,7 +133,8 @@ TEST(Tokenizer, RegexFeaturesMatchOniguruma) {
 
 TEST(Tokenizer, PatternWithControlCharactersMatchesItsEscapedForm) {
   // tokenizer.json may hold \r and \n as the control characters themselves rather than as escapes.
-  const std::string escaped = R"((?i:'s|'t)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+)";
+  const std::string escaped =
+      R"((?i:'s|'t)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+)";
   std::string raw = escaped;
   for (std::size_t at; (at = raw.find("\\r")) != std::string::npos;) raw.replace(at, 2, "\r");
   for (std::size_t at; (at = raw.find("\\n")) != std::string::npos;) raw.replace(at, 2, "\n");
@@ -370,6 +371,17 @@ TEST(Tokenizer, ErrorsNameTheFileAndTheProblem) {
   std::string bad_merge = mini();
   bad_merge.replace(bad_merge.find("\"a b\""), 5, "\"a c\"");
   has(error_of(bad_merge), "merge 0");
+}
+
+// Input that is not valid UTF-8 (tokenizers never sees it: Python strings are Unicode) keeps every byte.
+TEST(Tokenizer, InvalidUtf8KeepsEveryByte) {
+  const std::string text = "ab\xFF cd\xC3 \xE2\x82x \xED\xA0\x80 it's\xF0\x9F\x98 12\x80\x80 \xC3\xA9";
+  for (const char* name : {"gpt2", "llama3", "unusual"}) {  // the others add prefix spaces or drop text
+    const tokenizer tok = tokenizer::from_file(dir + name + ".json");
+    std::string bytes;
+    for (std::int32_t id : tok.encode(text)) bytes += tok.token_bytes(id);
+    EXPECT_EQ(bytes, text) << name;
+  }
 }
 
 // Encoding time grows linearly with the input, also with many lstrip and single_word added tokens (looking back

@@ -164,6 +164,8 @@ TEST_STRINGS += [
     "   \u00a0\u1680\u180e\u2000 spaces\u3000\u0085end",
     "\u00df STRASSE stra\u00dfe \u017f '\u017f \u212a 'S",
     "\U00011380\U00011381 \U00031350",
+    # A capital between letters no alternative of the first pattern takes: the empty match before it splits.
+    "\u6771A\u4eac\u01c5B\u01c5 x\u02b0C\u02b0",
 ]
 
 
@@ -308,7 +310,7 @@ ONIG_FEATURE_PATTERNS = [
     r"\s+", r"\S+", r"\w+", r"\W+", r"\h+", r"\H+", r"\v", r"x{,2}", r"\u00e9", r"(?m:.)+", r".+", r"^\p{Lu}",
     r"\p{Ll}+$", r"(?i:stra|k)", r"[[:alpha:]]+", r"\p{^L}+", r"\P{N}+", r"[^\s\p{L}]+", r"\d+", r"\p{Nd}+",
     r"\p{P}+", r"\p{S}+", r"(?<=\p{L})\p{N}+", r"\p{L}++(?!\d)", r"(?>\s+)\S", r"\R", r"[\w\s]+", r"[\h\s]+",
-    r"\pL+\pN*", r"\p{Letter}+", r"[[:alnum:]]+", r"[[:upper:][:digit:]]+", r"[\W]+", r"[^\W\d_]+", r"[\s\S]+", r"(?i)'S|'T", r"[\p{L}\p{N}]+", r"\A\s*\S", r"\S\s*\z", r"\b",
+    r"\pL+\pN*", r"\p{Letter}+", r"[[:alnum:]]+", r"[[:upper:][:digit:]]+", r"[\W]+", r"[^\W\d_]+", r"[\s\S]+", r"(?i)'S|'T", r"[\p{L}\p{N}]+", r"\A\s*\S", r"\S\s*\z", r"\b.", r".\b", r"\B.",
 ]
 
 

@@ -5,13 +5,14 @@
 ///
 /// A pattern is rewritten where Oniguruma and PCRE2 read the same text differently, then compiled once:
 /// - `\s` is Oniguruma's White_Space set (PCRE2's also holds U+180E); `\w` is Alphabetic, marks, decimal digits
-///   and connector punctuation (PCRE2's is letters, numbers and '_'); `\h` is a hex digit and `\v` the vertical tab
-///   (in PCRE2 they are white-space classes); `\uHHHH` is a code point; `x{,n}` means `x{0,n}`;
+///   and connector punctuation (PCRE2's is letters, numbers and '_'), and `\b`, `\B` are boundaries by it; `\h`
+///   is a hex digit and `\v` the vertical tab (in PCRE2 they are white-space classes); `\uHHHH` is a code point;
+///   `x{,n}` means `x{0,n}`;
 /// - `^` and `$` match at line breaks, `.` does not match `\n`, and the option letter `m` means "dot matches `\n`"
 ///   (PCRE2's `s`);
-/// - `\p{L}` and `\p{N}` (also `\pL`, `\p{Letter}`, `\p{Number}`) take in the code points of Oniguruma's newer
-///   Unicode tables that the PCRE2 in use does not know yet (unicode_classes.hpp).
-///
+/// - `\p{L}` and `\p{N}` (also `\p{Letter}`, `\p{Number}`) take in the code points of Oniguruma's newer Unicode
+///   tables that the PCRE2 in use does not know yet (unicode_classes.hpp); `\pL` without braces is the letters
+///   `pL`, as in Oniguruma;
 /// - a class holding `\W`, `\S` or `\H` becomes an alternation, so that they keep Oniguruma's meaning there too;
 /// - `[:alpha:]`, `[:alnum:]`, `[:word:]`, `[:space:]`, `[:upper:]`, `[:lower:]`, `[:digit:]` take Oniguruma's
 ///   Unicode meaning, and long general-category names (`\p{Letter}`, `\p{Uppercase_Letter}`) their short ones.
@@ -46,15 +47,17 @@ namespace detail {
 inline std::string pcre2_message(int code) {
   PCRE2_UCHAR8 buf[256];
   const int n = pcre2_get_error_message_8(code, buf, sizeof buf);
-  return n < 0 ? "PCRE2 error " + std::to_string(code) : std::string(reinterpret_cast<const char*>(buf), std::size_t(n));
+  if (n < 0) return "PCRE2 error " + std::to_string(code);
+  return std::string(reinterpret_cast<const char*>(buf), std::size_t(n));
 }
 
 /// Oniguruma's `\s`: White_Space, written as the inside of a character class.
-inline constexpr std::string_view onig_space_items = R"(\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+inline constexpr std::string_view onig_space_items =
+    R"(\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 /// Oniguruma's `\w` (Unicode's "word" characters), as the inside of a character class.
 inline constexpr std::string_view onig_word_items = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc})";
-/// What Oniguruma's `\w` adds outside a class (its Latin-1 table counts the superscripts and fractions as word
-/// characters; `[\w]` does not).
+/// What Oniguruma's `\w` (and so `\b`) adds outside a class (its Latin-1 table counts the superscripts and
+/// fractions as word characters; `[\w]` does not).
 inline constexpr std::string_view onig_latin1_word_items = R"(\x{B2}\x{B3}\x{B9}\x{BC}-\x{BE})";
 
 inline std::string to_hex(std::uint32_t v) {
@@ -233,6 +236,17 @@ class onig_translator {
           return;
         case 'h': emit("[0-9A-Fa-f]", at0); i_ += 2; return;
         case 'H': emit("[^0-9A-Fa-f]", at0); i_ += 2; return;
+        case 'b':
+        case 'B': {
+          // A word boundary by Oniguruma's \w: a word character on exactly one side (\b) or on neither or both (\B).
+          const std::string w =
+              "[" + std::string(onig_word_items) + letter_supplement() + std::string(onig_latin1_word_items) + "]";
+          emit(at(1) == 'b' ? "(?:(?<=" + w + ")(?!" + w + ")|(?<!" + w + ")(?=" + w + "))"
+                            : "(?:(?<=" + w + ")(?=" + w + ")|(?<!" + w + ")(?!" + w + "))",
+               at0);
+          i_ += 2;
+          return;
+        }
         case 'v': emit("\\x{0B}", at0); i_ += 2; return;
         case 'p':
         case 'P': {
