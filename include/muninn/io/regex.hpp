@@ -19,7 +19,8 @@
 ///
 /// What is not rewritten is rejected when PCRE2 would silently read it otherwise (nested classes `[a[b]]`, class
 /// intersection `&&`) and otherwise left to PCRE2; the remaining differences are listed in
-/// docs/inference.md (Tokenizer).
+/// docs/inference.md (Tokenizer). PCRE2 10.34 is the oldest that builds; `\w`, `\b` and the POSIX classes above
+/// use the Alphabetic, Uppercase and Lowercase properties, which need 10.40 (older: a load error naming the pattern).
 
 #include <algorithm>
 #include <cstddef>
@@ -34,6 +35,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #endif
 #include <pcre2.h>
+#if PCRE2_MAJOR < 10 || (PCRE2_MAJOR == 10 && PCRE2_MINOR < 34)
+#error "Muninn's tokenizer needs PCRE2 10.34 or newer (PCRE2_MATCH_INVALID_UTF)"
+#endif
 
 #include "muninn/core/error.hpp"
 #include "muninn/io/unicode_classes.hpp"
