@@ -2,6 +2,7 @@
 // oracle is the Hugging Face `tokenizers` package (and jinja2 for the chat template).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -36,13 +37,11 @@ std::vector<std::string> strings_of(const json& a) {
   return v;
 }
 
-// Byte spans from the scanner, as strings.
-std::vector<std::string> scan_pieces(const std::string& pattern, const std::string& text) {
-  const auto sc = muninn::io::detail::find_scanner(pattern);
-  EXPECT_TRUE(sc.has_value()) << pattern;
+// The matches of a pattern, as strings.
+std::vector<std::string> match_pieces(const std::string& pattern, const std::string& text) {
+  const muninn::io::regex re(pattern);
   std::vector<std::string> out;
-  if (!sc) return out;
-  for (const auto& s : muninn::io::detail::scan(*sc, text)) out.push_back(text.substr(s.first, s.second - s.first));
+  for (const auto& s : muninn::io::detail::find_all(re, text)) out.push_back(text.substr(s.first, s.second - s.first));
   return out;
 }
 
@@ -61,13 +60,16 @@ TEST_P(Fixture, EncodeAndDecodeMatchHuggingFace) {
     EXPECT_EQ(tok.encode(text, true), ids_of(c.at("ids_with_special")));
     EXPECT_EQ(tok.decode(ids), c.at("decoded").as_string());
     EXPECT_EQ(tok.decode(ids, true), c.at("decoded_skip_special").as_string());
+    std::vector<std::string> pieces;  // the oracle's pieces are in the byte-level alphabet
+    for (const std::string& p : tok.pre_tokenize(text)) pieces.push_back(muninn::io::detail::bytes_to_token_string(p));
+    EXPECT_EQ(pieces, strings_of(c.at("pieces")));
     ++n;
   }
   EXPECT_GE(n, 40);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizer, Fixture,
-                         ::testing::Values("gpt2", "llama3", "gpt2_prefix", "llama3_removed", "digits"));
+                         ::testing::Values("gpt2", "llama3", "gpt2_prefix", "llama3_removed", "digits", "unusual"));
 
 TEST(Tokenizer, SingleIdDecodingReplacesCutCharactersLikeRust) {
   const json& e = expected().at("tokenizers").at("gpt2");
@@ -99,38 +101,47 @@ TEST(Tokenizer, Utf8LossyHandCases) {
   EXPECT_EQ(utf8_lossy("\xFF"), r);
 }
 
-TEST(Tokenizer, RegexScannersMatchPythonRegex) {
+TEST(Tokenizer, KnownPatternsMatchPythonRegex) {
   for (const char* name : {"gpt2", "llama3"}) {
     const json& e = expected().at("regex_splits").at(name);
     const std::string& pattern = e.at("pattern").as_string();
     int n = 0;
     for (const json& c : e.at("cases").as_array()) {
       const std::string& text = c[0].as_string();
-      EXPECT_EQ(scan_pieces(pattern, text), strings_of(c[1])) << name << " on \"" << text << "\"";
+      EXPECT_EQ(match_pieces(pattern, text), strings_of(c[1])) << name << " on \"" << text << "\"";
       ++n;
     }
     EXPECT_GT(n, 300);
   }
 }
 
-TEST(Tokenizer, PatternFamilyIsRecognisedAndOthersAreNot) {
-  using muninn::io::detail::find_scanner;
-  using muninn::io::detail::regex_kind;
-  const std::string head = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|)";
-  const std::string tail = R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-  EXPECT_EQ(find_scanner(head + R"(\p{N}{1,3})" + tail)->max_digits, 3);
-  EXPECT_EQ(find_scanner(head + R"(\p{N}{1,2})" + tail)->max_digits, 2);
-  EXPECT_EQ(find_scanner(head + R"(\p{N})" + tail)->max_digits, 1);
-  EXPECT_EQ(find_scanner(head + R"(\p{N}{1,3})" + tail)->kind, regex_kind::llama3);
-  // Control characters written literally instead of \r \n escapes.
-  std::string raw = head + R"(\p{N}{1,3})" + tail;
+TEST(Tokenizer, RegexFeaturesMatchOniguruma) {
+  int patterns = 0;
+  for (const json& e : expected().at("onig_matches").as_array()) {
+    const std::string& pattern = e.at("pattern").as_string();
+    for (const json& c : e.at("cases").as_array()) {
+      const std::string& text = c[0].as_string();
+      std::vector<std::string> got;  // the oracle lists the non-empty matches
+      for (const std::string& m : match_pieces(pattern, text))
+        if (!m.empty()) got.push_back(m);
+      EXPECT_EQ(got, strings_of(c[1])) << pattern << " on \"" << text << "\"";
+    }
+    ++patterns;
+  }
+  EXPECT_GE(patterns, 30);
+}
+
+TEST(Tokenizer, PatternWithControlCharactersMatchesItsEscapedForm) {
+  // tokenizer.json may hold \r and \n as the control characters themselves rather than as escapes.
+  const std::string escaped =
+      R"((?i:'s|'t)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+)";
+  std::string raw = escaped;
   for (std::size_t at; (at = raw.find("\\r")) != std::string::npos;) raw.replace(at, 2, "\r");
   for (std::size_t at; (at = raw.find("\\n")) != std::string::npos;) raw.replace(at, 2, "\n");
-  EXPECT_TRUE(find_scanner(raw).has_value());
-  EXPECT_FALSE(find_scanner(head + R"(\p{N}{1,4})" + tail).has_value());
-  EXPECT_FALSE(find_scanner(R"(\s+)").has_value());
-  // Digits 1 to 3 at a time; a 4-digit cap would differ.
-  EXPECT_EQ(scan_pieces(head + R"(\p{N}{1,2})" + tail, "12345"), (std::vector<std::string>{"12", "34", "5"}));
+  ASSERT_NE(raw, escaped);
+  const std::string text = "Hi\r\n\r\n  it'S 12345 !!\n\nx";
+  EXPECT_EQ(match_pieces(raw, text), match_pieces(escaped, text));
+  EXPECT_EQ(match_pieces(escaped, "12345"), (std::vector<std::string>{"123", "45"}));
 }
 
 TEST(Tokenizer, CharacterClassesMatchOniguruma) {
@@ -156,6 +167,42 @@ TEST(Tokenizer, CharacterClassesMatchOniguruma) {
   for (std::uint32_t cp : {0x301u, 0x1F600u, 0x3002u, 0xFF0Cu, 0x1Cu}) {
     EXPECT_FALSE(is_letter(cp) || is_number(cp) || is_space(cp)) << std::hex << cp;
   }
+}
+
+// \p{L}, \p{N}, \s and \w as PCRE2 runs them after the rewriting, against Oniguruma code point by code point
+// (\w only where PCRE2's Unicode tables know the code point: it is not brought up to date).
+TEST(Tokenizer, RegexClassesMatchOniguruma) {
+  using muninn::io::regex;
+  const json& e = expected().at("classes");
+  const std::string& classes = e.at("classes").as_string();
+  const std::string& word = e.at("word").as_string();
+  const std::uint32_t step = std::uint32_t(e.at("step").as_int());
+  const std::uint32_t end = std::uint32_t(e.at("end").as_int());
+  const regex letter(R"(\p{L})"), number(R"([\p{N}])"), space(R"(\s)"), nonspace(R"(\S)"), w(R"(\w)"),
+      unknown(R"(\p{Cn})");
+  const auto is = [](const regex& re, const std::string& s) {
+    std::vector<std::pair<std::size_t, std::size_t>> spans;
+    re.find_all(s, spans);
+    return !spans.empty();
+  };
+  std::size_t k = 0;
+  int words = 0;
+  for (std::uint32_t cp = 0; cp < end; cp += step) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    std::string s;
+    muninn::io::append_utf8(s, cp);
+    const char want = classes.at(k);
+    const char got = is(letter, s) ? 'L' : is(number, s) ? 'N' : is(space, s) ? 'S' : 'O';
+    EXPECT_EQ(got, want) << "U+" << std::hex << cp;
+    EXPECT_EQ(is(nonspace, s), want != 'S') << "U+" << std::hex << cp;
+    if (!is(unknown, s)) {
+      EXPECT_EQ(is(w, s), word.at(k) == 'W') << "\\w at U+" << std::hex << cp;
+      ++words;
+    }
+    ++k;
+  }
+  EXPECT_EQ(k, classes.size());
+  EXPECT_GT(words, 2000);
 }
 
 TEST(Tokenizer, SplitBehaviorsAndDigitsMatchHuggingFace) {
@@ -298,10 +345,24 @@ TEST(Tokenizer, ErrorsNameTheFileAndTheProblem) {
   std::string msg = error_of(mini("\"WordPiece\""));
   has(msg, "mini.json");
   has(msg, "WordPiece");
-  const std::string pattern = R"(\p{L}+|\s+)";
-  msg = error_of(mini("\"BPE\"", R"({"type":"Split","pattern":{"Regex":"\\p{L}+|\\s+"},"behavior":"Isolated"})"));
-  has(msg, "mini.json");
-  has(msg, pattern);
+  // A pattern PCRE2 cannot compile: the file, the pattern, PCRE2's message and the offset in the pattern.
+  const auto split = [](const std::string& json_pattern) {
+    return mini("\"BPE\"", R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":")" +
+                                json_pattern + R"("},"behavior":"Isolated"},{"type":"ByteLevel","use_regex":false}]})");
+  };
+  msg = error_of(split(R"(\\p{L}+|(\\s+)"), "bad_regex.json");
+  has(msg, "bad_regex.json");
+  has(msg, R"(\p{L}+|(\s+)");
+  has(msg, "missing closing parenthesis");
+  has(msg, "offset 11");
+  msg = error_of(split(R"(\\p{NoSuchProperty})"));
+  has(msg, R"(\p{NoSuchProperty})");
+  has(msg, "unknown property");
+  // Oniguruma syntax that PCRE2 would read differently is refused rather than run with another meaning.
+  has(error_of(split("[a-z&&[^aeiou]]")), "intersection");
+  has(error_of(split("[a[bc]]")), "nested character class");
+  // A pattern that is fine is accepted.
+  EXPECT_EQ(error_of(split(R"(\\p{L}+|\\s+)")), "");
   has(error_of(mini("\"BPE\"", R"({"type":"Metaspace"})")), "Metaspace");
   has(error_of(mini("\"BPE\"", "null")), "pre_tokenizer");
   has(error_of(mini("\"BPE\"", R"({"type":"Sequence","pretokenizers":[{"type":"Digits"}]})")), "ByteLevel");
@@ -310,6 +371,81 @@ TEST(Tokenizer, ErrorsNameTheFileAndTheProblem) {
   std::string bad_merge = mini();
   bad_merge.replace(bad_merge.find("\"a b\""), 5, "\"a c\"");
   has(error_of(bad_merge), "merge 0");
+}
+
+// Input that is not valid UTF-8 (tokenizers never sees it: Python strings are Unicode) keeps every byte.
+TEST(Tokenizer, InvalidUtf8KeepsEveryByte) {
+  const std::string text = "ab\xFF cd\xC3 \xE2\x82x \xED\xA0\x80 it's\xF0\x9F\x98 12\x80\x80 \xC3\xA9";
+  for (const char* name : {"gpt2", "llama3", "unusual"}) {  // the others add prefix spaces or drop text
+    const tokenizer tok = tokenizer::from_file(dir + name + ".json");
+    std::string bytes;
+    for (std::int32_t id : tok.encode(text)) bytes += tok.token_bytes(id);
+    EXPECT_EQ(bytes, text) << name;
+  }
+}
+
+// Encoding time grows linearly with the input, also with many lstrip and single_word added tokens (looking back
+// over all the text before each of them made this quadratic): 8x the text may take at most 24x the time, where
+// quadratic work takes 64x. The smaller input is large enough (256 KB) for the timings to be well above noise.
+TEST(Tokenizer, EncodingIsLinearWithStrippingAddedTokens) {
+  const tokenizer tok = tokenizer::from_file(dir + "gpt2_prefix.json");
+  const std::string unit = "it's a <mask> test ing  [R]   of ing words\n\n  <mask> x <|end_turn|> ";
+  const auto seconds = [&](std::size_t bytes) {
+    std::string text;
+    while (text.size() < bytes) text += unit;
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto ids = tok.encode(text);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      EXPECT_GT(ids.size(), bytes / 8);
+    }
+    return best;
+  };
+  const double small = seconds(256 * 1024), large = seconds(8 * 256 * 1024);
+  EXPECT_LT(large, 24 * small) << "256 KB: " << small << " s, 2 MB: " << large << " s";
+}
+
+// A pattern that backtracks without end stops with an error naming it instead of running on.
+TEST(Tokenizer, RunawayPatternIsAnErrorNamingIt) {
+  const tokenizer tok = tokenizer::from_string(
+      mini("\"BPE\"", R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a+)+$"},)"
+                      R"("behavior":"Isolated"},{"type":"ByteLevel","use_regex":false}]})"),
+      "runaway.json");
+  // Short inputs are fine (ids from tokenizers, whose Oniguruma gives up on the long one as well).
+  EXPECT_EQ(tok.encode("aab"), (std::vector<std::int32_t>{0, 2}));
+  EXPECT_EQ(tok.encode("baa"), (std::vector<std::int32_t>{1, 0, 0}));
+  try {
+    tok.encode(std::string(40, 'a') + "b");
+    ADD_FAILURE() << "no error";
+  } catch (const muninn::error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("(a+)+$"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("match limit"), std::string::npos) << msg;
+  }
+}
+
+// Token ids are bounded by how many tokens the file lists: a tiny file cannot ask for an id table of gigabytes.
+TEST(Tokenizer, HugeTokenIdIsRefused) {
+  const auto has = [](const std::string& msg, const std::string& part) {
+    EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nexpected to contain: " << part;
+  };
+  std::string msg = error_of(R"({"model":{"vocab":{"a":1000000000},"merges":[]}})", "huge.json");
+  has(msg, "huge.json");
+  has(msg, "'a'");
+  has(msg, "1000000000");
+  // The same through an added token.
+  std::string text = mini();
+  text.replace(text.find(R"("id":3)"), 6, R"("id":900000000)");
+  msg = error_of(text, "huge_added.json");
+  has(msg, "huge_added.json");
+  has(msg, "<s>");
+  // Gaps up to the stated slack are fine.
+  text = mini();
+  const std::string id = std::to_string(4 + tokenizer::id_slack - 1);
+  text.replace(text.find(R"("id":3)"), 6, "\"id\":" + id);
+  EXPECT_EQ(error_of(text), "");
+  EXPECT_EQ(tokenizer::from_string(text, "gap.json").vocab_size(), 4 + tokenizer::id_slack);
 }
 
 }  // namespace

@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Writes the byte-level BPE tokenizer fixtures used by tests/test_tokenizer.cpp.
 
-The oracle is the Hugging Face `tokenizers` package (Rust, Oniguruma regexes). The script trains two
+The oracle is the Hugging Face `tokenizers` package (Rust, Oniguruma regexes). The script trains three
 small byte-level BPE tokenizers on a built-in multilingual text, derives a few variants from them by
 editing their JSON (other pre-tokenizer settings, merges as "a b" strings, added tokens with
 lstrip/rstrip/single_word), and records what `tokenizers` makes of a set of test strings:
 
   tests/data/tokenizer/<name>.json   tokenizer.json files (compact)
-  tests/data/tokenizer/expected.json ids with and without special tokens, decodings, regex splits,
+  tests/data/tokenizer/expected.json ids with and without special tokens, decodings, pre-tokenizer pieces,
+                                     regex splits, Oniguruma's matches of single-feature patterns,
                                      single-id decodings, chat-template renderings
 
 Usage:
   python3 tools/reference/make_tokenizer_fixtures.py [--out tests/data/tokenizer]
   python3 tools/reference/make_tokenizer_fixtures.py --unicode-table > table.inc
-      prints the \\p{L} / \\p{N} range tables that include/muninn/io/tokenizer.hpp embeds, taken from the
+      prints the \\p{L} / \\p{N} range tables that include/muninn/io/unicode_classes.hpp embeds, taken from the
       Oniguruma build inside `tokenizers`, so that the C++ scanner agrees with it code point by code point.
 
 Requires: tokenizers, regex, jinja2. Deterministic: the same package versions give the same files.
@@ -30,6 +31,16 @@ import regex
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# Split patterns that exercise what the C++ side rewrites for PCRE2 (regex.hpp): lookarounds, general categories,
+# case-insensitive groups, possessive and atomic quantifiers, \w, \h, {,n}, \uHHHH, dot-all (?m:...), line anchors.
+UNUSUAL_PATTERNS = [
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d|n't)(?=\W|$)|\p{Lu}\p{Ll}+|\p{Lu}{2,}+(?!\p{Ll})|\p{Ll}+|(?>\p{Nd}{1,2})"""
+    r"""|\p{P}{1,3}|[\p{S}]+|\r\n|\s+(?!\S)|\s+""",
+    r"""(?m:/\*.*?\*/)|^#[^\n]*$|0x\h{,4}|\u00e9+|\v""",
+    r"""(?=\p{Lu})""",
+    r"""\w+|[^\w\s]+""",
+]
+
 LLAMA3_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
@@ -137,6 +148,25 @@ TEST_STRINGS = [
     "qĠxyz aĠ b<mask>",
     "q<|pad|> q<|x",
 ]
+UNUSUAL_STRINGS_AT = len(TEST_STRINGS)
+TEST_STRINGS += [
+    # Multilingual text, emoji, CRLF, digits and contractions in capitals, for the unusual Split patterns.
+    "DON'T STOP! It'S HE'LL we'RE can't WON'T I'D",
+    "CamelCaseWords and XMLHttpRequest, iPhone 15 Pro",
+    "Line one\r\nLine two\r\n\r\n  indented\ttab\x0bvt\x0c",
+    "0xDEADBEEF 0x1f 0xZZ0 \u00e9\u00e9 e\u0301e",
+    "/* block\ncomment */ code # note\n#line start\n# last",
+    "\u00c7a co\u00fbte 12,50 \u20ac \u2014 \u00abtr\u00e8s\u00bb cher!!! \u00bfQu\u00e9? \u00a1S\u00ed!",
+    "\u041f\u0440\u0438\u0432\u0435\u0442, \u041c\u0418\u0420! \u00dcn\u00efc\u00f6d\u00e9 \u00c0\u00c9\u00ce",
+    "\u6771\u4eac\u30bf\u30ef\u30fc 2024\u5e7412\u670831\u65e5 \U0001F600\U0001F44D\U0001F3FD\U0001F389 \u2764\ufe0f",
+    "tie\u203fbreak snake_case x\u2040y \u24b6\u24b7 \u2160\u2161",
+    "\uff11\uff12\uff13 \u216b \u00bd \u00b2 \u0663\u096a 12345678",
+    "   \u00a0\u1680\u180e\u2000 spaces\u3000\u0085end",
+    "\u00df STRASSE stra\u00dfe \u017f '\u017f \u212a 'S",
+    "\U00011380\U00011381 \U00031350",
+    # A capital between letters no alternative of the first pattern takes: the empty match before it splits.
+    "\u6771A\u4eac\u01c5B\u01c5 x\u02b0C\u02b0",
+]
 
 
 def bytes_to_unicode():
@@ -236,6 +266,20 @@ def build_tokenizers():
     v["post_processor"] = None
     out["llama3_removed"] = v
 
+    unusual = train(
+        pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(UNUSUAL_PATTERNS[0]), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(UNUSUAL_PATTERNS[1]), behavior="isolated", invert=False),
+            # Empty matches: they separate pieces under "contiguous".
+            pre_tokenizers.Split(Regex(UNUSUAL_PATTERNS[2]), behavior="contiguous", invert=False),
+            # invert: the matches are kept, the white space between them joins the piece before it.
+            pre_tokenizers.Split(Regex(UNUSUAL_PATTERNS[3]), behavior="merged_with_previous", invert=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]),
+        420,
+    )
+    out["unusual"] = json.loads(unusual.to_str())
+
     v = json.loads(json.dumps(out["gpt2"]))
     v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
         {"type": "Digits", "individual_digits": True},
@@ -259,6 +303,27 @@ def regex_splits(strings):
         "gpt2": {"pattern": GPT2_PATTERN, "cases": [[t, regex.findall(GPT2_PATTERN, t)] for t in texts]},
         "llama3": {"pattern": LLAMA3_PATTERN, "cases": [[t, regex.findall(LLAMA3_PATTERN, t)] for t in texts]},
     }
+
+
+# Single features, each matched by Oniguruma inside tokenizers; the C++ side must find the same matches.
+ONIG_FEATURE_PATTERNS = [
+    r"\s+", r"\S+", r"\w+", r"\W+", r"\h+", r"\H+", r"\v", r"x{,2}", r"\u00e9", r"(?m:.)+", r".+", r"^\p{Lu}",
+    r"\p{Ll}+$", r"(?i:stra|k)", r"[[:alpha:]]+", r"\p{^L}+", r"\P{N}+", r"[^\s\p{L}]+", r"\d+", r"\p{Nd}+",
+    r"\p{P}+", r"\p{S}+", r"(?<=\p{L})\p{N}+", r"\p{L}++(?!\d)", r"(?>\s+)\S", r"\R", r"[\w\s]+", r"[\h\s]+",
+    r"\pL+\pN*", r"\p{Letter}+", r"[[:alnum:]]+", r"[[:upper:][:digit:]]+", r"[\W]+", r"[^\W\d_]+", r"[\s\S]+", r"(?i)'S|'T", r"[\p{L}\p{N}]+", r"\A\s*\S", r"\S\s*\z", r"\b.", r".\b", r"\B.",
+]
+
+
+def onig_matches(strings):
+    """Non-empty matches of single-feature patterns, as tokenizers' Oniguruma finds them (on a subset of the
+    strings, to keep the fixture small: the multilingual ones at the end and a few with white space and digits)."""
+    strings = [s for s in strings[:UNUSUAL_STRINGS_AT] if any(w in s for w in ("line1", "it's", "nbsp", "Ⅻ", "combining", "Mixed"))] + \
+        strings[UNUSUAL_STRINGS_AT:]
+    out = []
+    for p in ONIG_FEATURE_PATTERNS:
+        sp = pre_tokenizers.Split(Regex(p), behavior="removed", invert=True)
+        out.append({"pattern": p, "cases": [[t, [x for x, _ in sp.pre_tokenize_str(t)]] for t in strings]})
+    return out
 
 
 def split_behaviors():
@@ -317,7 +382,9 @@ def class_samples():
     cps = [c for c in range(0, 0x32000, 61) if not (0xD800 <= c <= 0xDFFF)]
     sets = {k: onig_members(cls, cps) for k, cls in (("L", r"\p{L}"), ("N", r"\p{N}"), ("S", r"\s"))}
     classes = "".join(next((k for k in "LNS" if c in sets[k]), "O") for c in cps)
-    return {"step": 61, "end": 0x32000, "skips_surrogates": True, "classes": classes}
+    word = onig_members(r"\w", cps)
+    return {"step": 61, "end": 0x32000, "skips_surrogates": True, "classes": classes,
+            "word": "".join("W" if c in word else "-" for c in cps)}
 
 
 def unicode_table():
@@ -380,6 +447,7 @@ def main():
                 "ids_with_special": tok.encode(s, add_special_tokens=True).ids,
                 "decoded": tok.decode(ids, skip_special_tokens=False),
                 "decoded_skip_special": tok.decode(ids, skip_special_tokens=True),
+                "pieces": [p for p, _ in tok.pre_tokenizer.pre_tokenize_str(s)],
             })
         entry = {"file": name + ".json", "vocab_size": tok.get_vocab_size(with_added_tokens=True), "cases": cases}
         if name == "gpt2":
@@ -389,6 +457,7 @@ def main():
             entry["byte_tokens"] = [tok.token_to_id(b2u[b]) for b in range(256)]
         expected["tokenizers"][name] = entry
     expected["regex_splits"] = regex_splits(TEST_STRINGS)
+    expected["onig_matches"] = onig_matches(TEST_STRINGS)
     expected["chat"] = chat_cases(Tokenizer.from_file(os.path.join(args.out, "gpt2.json")))
     expected["classes"] = class_samples()
     expected["pre_tokenizers"] = split_behaviors()
