@@ -11,11 +11,14 @@ check_global).
 import argparse
 import dataclasses
 import json
+import math
 import os
 import shutil
 import sys
 
+import numpy as np
 import torch
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -242,6 +245,175 @@ def check_global():
 
 
 # ----------------------------------------------------------------------------------------------
+# independent float64 NumPy MoR read from the files (the way the C++ side has to read them)
+
+
+def numpy_from_files(folder, ids, mode):
+    """Float64 re-implementation from config.json + pytorch_model.bin (recursion-0 copies only).
+    mode "scoring" (expert top-k), "decode" (expert causal rule), "token". Returns
+    (logits [B,T,V], routing): routing = per row the selected positions per recursion, the
+    depth per token, or j* per token."""
+    cj = json.load(open(os.path.join(folder, "config.json")))
+    mor = cj["mor"]
+    sd = torch.load(os.path.join(folder, "pytorch_model.bin"), map_location="cpu", weights_only=True)
+    W = {k: v.double().numpy() for k, v in sd.items()}
+    H, Hkv = cj["num_attention_heads"], cj["num_key_value_heads"]
+    D, eps = cj["head_dim"], cj["rms_norm_eps"]
+    theta = cj["rope_parameters"]["rope_theta"]
+    Nr, Bd, expert = mor["num_recursion"], mor["block_depth"], mor["type"] == "expert"
+    middle = mor["sharing"] == "middle_cycle"
+    o = 1 if middle else 0
+    inv = 1.0 / theta ** (np.arange(0, D, 2, dtype=np.float64) / D)
+
+    def norm(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+    def rope(x, pos):
+        ang = pos[:, None].astype(np.float64) * inv[None, :]
+        cos, sin = np.cos(np.concatenate([ang, ang], -1)), np.sin(np.concatenate([ang, ang], -1))
+        x1, x2 = x[..., :D // 2], x[..., D // 2:]
+        return x * cos[:, None] + np.concatenate([-x2, x1], -1) * sin[:, None]
+
+    def layer(p, x, pos, kv=None, shared=None):
+        """kv: list [K, V, P] appended to; shared: [K, V, P] read instead of own K/V."""
+        n = len(x)
+        h = norm(x, W[p + "input_layernorm.weight"])
+        q = rope((h @ W[p + "self_attn.q_proj.weight"].T).reshape(n, H, D), pos)
+        if shared is None:
+            k = rope((h @ W[p + "self_attn.k_proj.weight"].T).reshape(n, Hkv, D), pos)
+            v = (h @ W[p + "self_attn.v_proj.weight"].T).reshape(n, Hkv, D)
+            kv = kv if kv is not None else [np.zeros((0, Hkv, D)), np.zeros((0, Hkv, D)),
+                                             np.zeros(0, dtype=np.int64)]
+            kv[0], kv[1], kv[2] = (np.concatenate([kv[0], k]), np.concatenate([kv[1], v]),
+                                   np.concatenate([kv[2], pos]))
+            shared = kv
+        K, V, P = shared
+        att = np.empty((n, H, D))
+        for hq in range(H):
+            s = q[:, hq] @ K[:, hq // (H // Hkv)].T / np.sqrt(D)
+            s = np.where(P[None, :] > pos[:, None], -np.inf, s)
+            e = np.exp(s - s.max(-1, keepdims=True))
+            att[:, hq] = (e / e.sum(-1, keepdims=True)) @ V[:, hq // (H // Hkv)]
+        x = x + att.reshape(n, H * D) @ W[p + "self_attn.o_proj.weight"].T
+        h = norm(x, W[p + "post_attention_layernorm.weight"])
+        g = h @ W[p + "mlp.gate_proj.weight"].T
+        return x + (g / (1 + np.exp(-g)) * (h @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+
+    def block(x, pos, r, slots):
+        pre = f"model.layers.{o + r}.block." if expert else f"model.layers.{o}.block_list.0."
+        for l in range(Bd):
+            if mor["kv_sharing"]["enable"] and r > 0:
+                x = layer(f"{pre}{l}.", x, pos, shared=slots[(0, l)])
+            else:
+                x = layer(f"{pre}{l}.", x, pos, kv=slots.setdefault((r, l), [
+                    np.zeros((0, Hkv, D)), np.zeros((0, Hkv, D)), np.zeros(0, dtype=np.int64)]))
+        return x
+
+    def router(r, x):
+        pre = f"model.layers.{o + r}.mor_router.router." if expert else f"model.layers.{o}.mor_router.router."
+        x = x / mor["temp"]
+        if mor["router_type"] == "linear":
+            return x @ W[pre + "weight"].T
+        a = x @ W[pre + "0.weight"].T
+        a = 0.5 * a * (1 + np.vectorize(math.erf)(a / np.sqrt(2)))  # exact GELU
+        return a @ W[pre + "2.weight"].T
+
+    def gate(z):
+        f, a = mor["router_func"], mor["alpha"]
+        return a / (1 + np.exp(-z)) if f == "sigmoid" else a * np.tanh(z) if f == "tanh" else z
+
+    out, routing = [], []
+    last = f"model.layers.{Nr + 1}." if expert else "model.layers.2."
+    for row in ids.tolist():
+        T = len(row)
+        pos = np.arange(T)
+        x = W["model.embed_tokens.weight"][row]
+        if middle:
+            x = layer("model.layers.0.", x, pos)
+        slots = {}
+        if mode == "scoring":
+            cand, sels = pos, []
+            for r in range(Nr):
+                g = gate(router(r, x[cand])[:, 0])
+                k = max(1, int(mor["capacity"][r] * T))
+                idx = np.sort(np.argsort(-g, kind="stable")[:k])
+                sel = cand[idx]
+                x[sel] += g[idx][:, None] * block(x[sel], sel, r, slots)
+                sels.append(sel.tolist())
+                cand = sel
+            routing.append(sels)
+        elif mode == "decode":
+            act, dep = pos, np.zeros(T, dtype=np.int64)
+            for r in range(Nr):
+                z = router(r, x[act])[:, 0]
+                g = gate(z)
+                if r > 0:
+                    act, g = act[z >= 0], g[z >= 0]
+                if len(act) == 0:
+                    break
+                x[act] += g[:, None] * block(x[act], act, r, slots)
+                dep[act] += 1
+            routing.append(dep.tolist())
+        else:
+            z = router(0, x)
+            p = mor["alpha"] * (1 / (1 + np.exp(-z)) if mor["router_func"] == "sigmoid"
+                                else np.exp(z - z.max(-1, keepdims=True)) /
+                                np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True))
+            bias = W.get(f"model.layers.{o}.router_bias")
+            j = (p + (bias if bias is not None else 0)).argmax(-1)
+            hcur, final = x.copy(), x.copy()
+            for r in range(Nr):
+                act = np.nonzero(j >= r)[0]
+                if len(act) == 0:
+                    break
+                hcur[act] = block(hcur[act], act, r, slots)  # block_list.r == block_list.0 (tied)
+                done = np.nonzero(j == r)[0]
+                final[done] = x[done] + p[done, r][:, None] * hcur[done]
+            x = final
+            routing.append(j.tolist())
+        if middle:
+            x = layer(last, x, pos)
+        x = norm(x, W["model.norm.weight"])
+        out.append(x @ W["lm_head.weight"].T)
+    return np.stack(out), routing
+
+
+def check_transformers(model):
+    """The Llama maths of mor_ref against transformers: the plain unrolled forward (every token
+    through every layer) == LlamaForCausalLM with the unrolled weights; a stack run on a subset
+    of the tokens at their original positions == LlamaForCausalLM given those position_ids."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg, W = model.cfg, model.weights
+    lay = cfg.layout
+    d = cfg.llama_config_dict()
+    d.pop("mor")
+    d["architectures"] = ["LlamaForCausalLM"]
+    hf = LlamaForCausalLM._from_config(LlamaConfig(**d), attn_implementation="eager",
+                                       dtype=torch.float32).eval()
+    n = len(lay["kept"])
+    uniq = {0: W["first"], n - 1: W["last"]} if cfg.middle else {}
+    for j, own in enumerate(sorted(set(lay["owner"]) - set(uniq))):
+        uniq[own] = W["block"][j]
+    sd = {"model.embed_tokens.weight": W["embed"], "model.norm.weight": W["norm"],
+          "lm_head.weight": W["lm_head"]}
+    for p, own in enumerate(lay["owner"]):
+        for k in M.LAYER_KEYS:
+            sd[f"model.layers.{p}.{k}.weight"] = uniq[own][k]
+    hf.load_state_dict(sd, strict=True)
+    ids = torch.randint(0, cfg.vocab_size, (2, 10), generator=torch.Generator().manual_seed(1))
+    sel = torch.tensor([0, 3, 4, 8, 9])
+    with torch.no_grad():
+        a = hf(ids).logits
+        b = hf(ids[:, sel], position_ids=sel[None].expand(2, -1)).logits
+    assert maxdiff(a, model.forward_recursive(ids)) < 1e-5
+    for row in range(2):
+        x = W["embed"][ids[row, sel]]
+        for p, own in enumerate(lay["owner"]):
+            x = M.decoder_layer(cfg, uniq[own], x, sel, model.inv_freq)
+        assert maxdiff(model.head(x), b[row]) < 1e-5
+
+
+# ----------------------------------------------------------------------------------------------
 # one case
 
 
@@ -355,6 +527,28 @@ def check_case(case, model, d, folder):
     cj = json.load(open(os.path.join(folder, "config.json")))
     assert cj["model_type"] == "llama" and cj["architectures"] == ["MoRLlamaForCausalLM"]
     assert cj["num_hidden_layers"] == len(cfg.layout["kept"])
+    # mor.yaml holds the same settings as the "mor" block
+    y = yaml.safe_load(open(os.path.join(folder, "mor.yaml")))
+    m = cj["mor"]
+    sub = y["mor"][m["type"]]
+    assert (y["recursive"]["num_recursion"], y["recursive"]["sharing"], y["recursive"]["ln_share"],
+            y["mor"]["type"], y["mor"]["router_type"], float(y["mor"]["temp"]),
+            [float(v) for v in y["mor"]["capacity"].split(",")], sub["router_func"],
+            float(sub["alpha"]), y["kv_sharing"]["enable"]) == \
+        (m["num_recursion"], m["sharing"], m["ln_share"], m["type"], m["router_type"], m["temp"],
+         m["capacity"], m["router_func"], m["alpha"], m["kv_sharing"]["enable"])
+    if m["type"] == "token":
+        assert sub["balancing"] == m["balancing"]
+    # independent float64 forward from the files: same routing, logits within 1e-4
+    modes = [("scoring", d["score_logits"]), ("decode", d["dec_logits"])] \
+        if cfg.type == "expert" else [("token", d["score_logits"])]
+    for mode, ref in modes:
+        lg64, routing = numpy_from_files(folder, ids, mode)
+        assert np.abs(lg64 - ref.double().numpy()).max() < LOGIT_TOL, (mode, np.abs(lg64 - ref.numpy()).max())
+        want = ([[st["selected"] for st in row] for row in d["score_info"]] if mode == "scoring"
+                else d["dec_info"]["depth"] if mode == "decode" else d["score_info"]["choice"])
+        assert routing == want, mode
+    check_transformers(model)
     return len(recs), len(sd)
 
 

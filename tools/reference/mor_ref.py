@@ -33,7 +33,7 @@ import json
 import math
 import os
 import zipfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
