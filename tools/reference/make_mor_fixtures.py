@@ -137,11 +137,15 @@ def expert_decode_margin(info):
 
 
 def kv_lengths(cache, b):
-    out = {}
-    for name, kv in sorted(cache.rows[b].items(), key=lambda kv: str(kv[0])):
-        key = name if isinstance(name, str) else ".".join(str(v) for v in name)
-        out[key] = len(kv)
-    return out
+    """Entries per cache slot of row b, every slot of the design listed (0 if never written):
+    "first", "rec.{r}.{l}" (with KV sharing only r = 0 exists), "last"."""
+    c = cache.cfg
+    names = (["first"] if c.middle else []) + \
+        [("rec", r, l) for r in range(1 if c.kv_sharing else c.num_recursion)
+         for l in range(c.block_depth)] + (["last"] if c.middle else [])
+    assert set(cache.rows[b]) <= set(names)
+    return {(n if isinstance(n, str) else f"rec.{n[1]}.{n[2]}"):
+            (len(cache.rows[b][n]) if n in cache.rows[b] else 0) for n in names}
 
 
 # ----------------------------------------------------------------------------------------------
