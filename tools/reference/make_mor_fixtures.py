@@ -485,6 +485,11 @@ def check_case(case, model, d, folder):
         assert maxdiff(full, inc) < CACHE_TOL, maxdiff(full, inc)
         key = "depth" if cfg.type == "expert" else "choice"
         assert finfo[key] == [sum((i[key][b] for i in iinfos), []) for b in range(x.shape[0])]
+    # ... and in float64 the two agree to round-off (the fp32 gap above is summation order only)
+    m64 = model.to(torch.float64)
+    full, _ = m64.forward_causal(seq)
+    inc, _, _ = decode_incremental(m64, seq)
+    assert full.dtype == torch.float64 and maxdiff(full, inc) < 1e-12
     # greedy with the cache == greedy recomputing everything
     new2, steps2, fed2 = model.generate_greedy(d["prompt"], NEW_TOKENS, cached=False)
     assert torch.equal(new2, d["new"]) and fed2 == d["fed"]

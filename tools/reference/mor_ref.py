@@ -267,7 +267,7 @@ def apply_rope(x, pos, inv_freq):
     """x [n, heads, D] at absolute positions pos [n]."""
     f = pos.float()[:, None] * inv_freq[None, :]
     emb = torch.cat((f, f), dim=-1)
-    cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
+    cos, sin = emb.cos()[:, None, :].to(x.dtype), emb.sin()[:, None, :].to(x.dtype)
     return x * cos + rotate_half(x) * sin
 
 
@@ -293,8 +293,8 @@ class KV:
         self.pos = torch.zeros(0, dtype=torch.long)
 
     def append(self, k, v, pos):
-        self.k = torch.cat([self.k, k])
-        self.v = torch.cat([self.v, v])
+        self.k = torch.cat([self.k.to(k.dtype), k])
+        self.v = torch.cat([self.v.to(v.dtype), v])
         self.pos = torch.cat([self.pos, pos])
 
     def __len__(self):
@@ -411,6 +411,23 @@ class MoRModel:
                 if c.balancing == "loss_free" else None
         self.weights = W
         return self
+
+    def to(self, dtype):
+        """A copy with every weight in `dtype` (float64 for exactness checks; RoPE angles stay
+        fp32 as in transformers, cos / sin are then cast to the activation dtype)."""
+        def cv(o):
+            if isinstance(o, torch.Tensor):
+                return o.to(dtype)
+            if isinstance(o, dict):
+                return {k: cv(v) for k, v in o.items()}
+            if isinstance(o, list):
+                return [cv(v) for v in o]
+            return o
+        m = MoRModel(self.cfg)
+        m.weights = cv(self.weights)
+        if self.cfg.tie_word_embeddings:
+            m.weights["lm_head"] = m.weights["embed"]
+        return m
 
     # -- pieces ---------------------------------------------------------------------------------
 
