@@ -4,12 +4,18 @@
 // selections, causal-rule logits and depths, greedy decoding with the recursion-wise cache.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/muninn.hpp"
 #include "muninn/policies/sharing_map.hpp"
+#include "muninn/io/mor_yaml.hpp"
+#include "test_io_util.hpp"
 #include "test_util.hpp"
 
 using namespace muninn;
@@ -148,3 +154,94 @@ TEST(MorReference, ExpertChoiceDroppedLayers) { check_case<mor_expert_arch>("exp
 TEST(MorReference, ExpertChoiceKvSharing) { check_case<mor_expert_arch>("expert_mcyc_r3_kvshare"); }
 TEST(MorReference, TokenChoiceSoftmaxLossFree) { check_case<mor_token_arch>("token_mcyc_r3_softmax_lossfree"); }
 TEST(MorReference, TokenChoiceSigmoid) { check_case<mor_token_arch>("token_cycle_r3_sigmoid"); }
+
+// ---------------------------------------------------------------- settings: JSON block, YAML, errors
+
+namespace {
+
+const char* const kCases[] = {"expert_mcyc_r3_linear_sigmoid", "expert_cycle_r2_mlp_tanh", "expert_mcyc_L9_drop",
+                              "expert_mcyc_r3_kvshare",        "token_mcyc_r3_softmax_lossfree", "token_cycle_r3_sigmoid"};
+
+class MorFiles : public muninn_test::temp_dir_test {
+ protected:
+  MorFiles() : temp_dir_test("muninn_mor_") {}
+  // A copy of a fixture's config.json with `edit` applied to its text, and its checkpoint.
+  std::string variant(const std::string& name, const std::function<void(std::string&)>& edit) {
+    std::ifstream in(mor_dir + name + "/config.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    edit(text);
+    muninn_test::write_bytes(path("config.json"), text);
+    std::filesystem::copy_file(mor_dir + name + "/pytorch_model.bin", path("pytorch_model.bin"),
+                               std::filesystem::copy_options::overwrite_existing);
+    return dir_.string();
+  }
+};
+
+}  // namespace
+
+TEST(MorConfig, HydraYamlEqualsTheJsonBlock) {
+  for (const char* name : kCases) {
+    SCOPED_TRACE(name);
+    const io::json cfg = io::read_json_file(mor_dir + name + "/config.json");
+    const mor_settings a = io::mor_settings_from_json(cfg.at("mor"), "config.json");
+    const mor_settings b = io::mor_settings_from_yaml(mor_dir + name + "/mor.yaml");
+    EXPECT_EQ(a.recursions, b.recursions);
+    EXPECT_EQ(a.sharing, b.sharing);
+    EXPECT_EQ(a.type, b.type);
+    EXPECT_EQ(a.router_type, b.router_type);
+    EXPECT_EQ(a.router_func, b.router_func);
+    EXPECT_EQ(a.alpha, b.alpha);
+    EXPECT_EQ(a.temp, b.temp);
+    EXPECT_EQ(a.router_bias, b.router_bias);
+    EXPECT_EQ(a.kv_sharing, b.kv_sharing);
+    if (a.type == "expert") EXPECT_EQ(a.capacity, b.capacity);
+  }
+}
+
+TEST_F(MorFiles, ReferenceOutputWithoutMorBlockReadsTheYamlBeside) {
+  // The reference's HF Trainer writes a plain LlamaConfig: the settings come from the run's YAML.
+  const std::string name = "expert_mcyc_r3_linear_sigmoid";
+  const std::string dir = variant(name, [](std::string& t) {
+    const auto at = t.find("\"mor\"");
+    ASSERT_NE(at, std::string::npos);
+    t.replace(at, 5, "\"unused_mor\"");
+  });
+  EXPECT_NE(muninn_test::error_of([&] { io::read_mor_config(dir, ""); }).find("no 'mor' block"), std::string::npos);
+  std::filesystem::copy_file(mor_dir + name + "/mor.yaml", path("mor.yaml"));
+  const auto m = model<host_backend, float, mor_expert_arch>::load(dir);
+  const io::json doc = io::read_json_file(mor_dir + name + "/expected.json");
+  check_passes(m, doc);
+}
+
+TEST_F(MorFiles, ContradictionsAreOneClearError) {
+  const std::string name = "expert_mcyc_r3_linear_sigmoid";
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    return variant(name, [&](std::string& t) {
+      const auto at = t.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      t.replace(at, from.size(), to);
+    });
+  };
+  using muninn_test::error_of;
+  EXPECT_NE(error_of([&] { io::read_mor_config(edited("0.3333333333333333", "0.9"), ""); }).find("'mor.capacity' increases"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { io::read_mor_config(edited("\"middle_cycle\"", "\"sequence\""), ""); })
+                .find("runs cycle or middle_cycle"),
+            std::string::npos);
+  // Settings that do not match the tensors: 2 recursions of a 3-layer block name other tensors.
+  const std::string msg = error_of([&] {
+    const std::string dir = edited("\"num_recursion\": 3", "\"num_recursion\": 2");
+    model<host_backend, float, mor_expert_arch>::load(dir);
+  });
+  EXPECT_NE(msg.find("Mixture-of-Recursions"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.layers."), std::string::npos) << msg;
+  const std::string yaml = path("bad.yaml");
+  muninn_test::write_bytes(yaml, "recursive:\n  enable: true\n  num_recursion: 3\nmor:\n  enable: true\n"
+                                 "  type: expert\n  capacity: '1.0,0.5,0.7'\n");
+  EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("bad.yaml: field 'mor.capacity' increases"),
+            std::string::npos);
+  muninn_test::write_bytes(yaml, "recursive:\n  enable: true\n  num_recursion: ${oc.env:NR}\nmor:\n  enable: true\n");
+  EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("interpolation"), std::string::npos);
+  muninn_test::write_bytes(yaml, "recursive: [1, 2\n");
+  EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("not valid YAML"), std::string::npos);
+}

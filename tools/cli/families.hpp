@@ -59,15 +59,15 @@ inline model_kind huginn_kind(const io::json& cfg, const std::string& path) {
 }
 }  // namespace detail
 
-/// \brief Reads `dir`/config.json and says which combination runs it.
-inline model_kind detect_model(const std::string& dir) {
+/// \brief Reads `dir`/config.json (and for Mixture-of-Recursions the YAML `yaml`, or the one
+/// beside the checkpoint, when config.json has no mor block) and says which combination runs it.
+inline model_kind detect_model(const std::string& dir, const std::string& yaml = "") {
   const std::string path = io::config_json_path(dir);
   MUNINN_CHECK(std::filesystem::exists(path), path, " does not exist (a checkpoint directory holds config.json)");
   const io::json cfg = io::read_json_file(path);
   MUNINN_CHECK(cfg.is_object(), path, ": config must be a JSON object");
-  if (family::mor::recognizes(cfg))  // a Llama config with a mor block: check before plain Llama
-    return io::mor_settings_from_json(cfg.at("mor"), path).type == "token" ? model_kind::mor_token
-                                                                           : model_kind::mor_expert;
+  if (family::mor::recognizes(cfg) || !yaml.empty())  // a Llama config with MoR settings: before plain Llama
+    return io::read_mor_config(dir, yaml).mor.type == "token" ? model_kind::mor_token : model_kind::mor_expert;
   if (family::llama::recognizes(cfg)) return model_kind::llama;
   if (family::huginn::recognizes(cfg)) return detail::huginn_kind(cfg, path);
   fail(path, ": model_type '", detail::string_field(cfg, "model_type", "none"), "' (architectures ",
@@ -82,21 +82,26 @@ inline const char* family_name(model_kind k) {
   return k == model_kind::llama ? "llama" : is_mor(k) ? "mor" : "huginn";
 }
 
-/// \brief The config of the checkpoint at `dir`, read as its family reads it.
-inline model_config read_config_of(model_kind k, const std::string& dir) {
+/// \brief The config of the checkpoint at `dir`, read as its family reads it (`yaml`: see detect_model).
+inline model_config read_config_of(model_kind k, const std::string& dir, const std::string& yaml = "") {
   if (k == model_kind::llama) return family::llama::read_config(dir);
-  if (is_mor(k)) return family::mor::read_config(dir);
+  if (is_mor(k)) return io::read_mor_config(dir, yaml);
   return family::huginn::read_config(dir);
 }
 
 /// \brief Loads the checkpoint at `dir` as the model type `kind` (detect_model of its config.json)
 /// and returns `f(model)`.
 template <class Backend, class T, class F>
-decltype(auto) with_model(model_kind kind, const std::string& dir, const Backend& be, F&& f) {
+decltype(auto) with_model(model_kind kind, const std::string& dir, const Backend& be, F&& f, const std::string& yaml = "") {
+  const auto mor_model = [&](auto arch) {
+    using M = model<Backend, T, decltype(arch)>;
+    const model_config cfg = io::read_mor_config(dir, yaml);
+    return M(be, cfg, io::open_mor_checkpoint(dir, cfg));
+  };
   switch (kind) {
     case model_kind::llama: return f(model<Backend, T, llama_arch>::load(dir, be));
-    case model_kind::mor_expert: return f(model<Backend, T, mor_expert_arch>::load(dir, be));
-    case model_kind::mor_token: return f(model<Backend, T, mor_token_arch>::load(dir, be));
+    case model_kind::mor_expert: return f(mor_model(mor_expert_arch{}));
+    case model_kind::mor_token: return f(mor_model(mor_token_arch{}));
     case model_kind::huginn_add: return f(model<Backend, T, huginn_add_cli_arch>::load(dir, be));
     case model_kind::huginn_prenorm: return f(model<Backend, T, huginn_prenorm_cli_arch>::load(dir, be));
     case model_kind::huginn_prenorm_add: return f(model<Backend, T, huginn_prenorm_add_cli_arch>::load(dir, be));

@@ -104,9 +104,10 @@ int cmd_info(int argc, char** argv) {
   const cli::args a(argc, argv, 2, spec);
   if (a.help()) return print_help(spec);
   const std::string dir = require_model_dir(a);
-  const cli::model_kind kind = cli::detect_model(dir);
+  const std::string yaml = a.get("--config", "");
+  const cli::model_kind kind = cli::detect_model(dir, yaml);
   const bool llama = kind == cli::model_kind::llama;
-  const model_config cfg = cli::read_config_of(kind, dir);
+  const model_config cfg = cli::read_config_of(kind, dir, yaml);
   const io::checkpoint ck = open_checkpoint_of(kind, dir, cfg);
   std::set<std::string> dtypes;
   double file_bytes = 0;
@@ -165,8 +166,10 @@ int cmd_forward(int argc, char** argv) {
   if (dev.cuda) return cli::cuda_forward(dir, dev.bf16, a, ids);
 #endif
   (void)dev;
-  return cli::with_model<host_backend, float>(cli::detect_model(dir), dir, host_backend{},
-                                              [&](const auto& m) { return cli::forward_with(m, a, ids); });
+  const std::string yaml = a.get("--config", "");
+  return cli::with_model<host_backend, float>(
+      cli::detect_model(dir, yaml), dir, host_backend{}, [&](const auto& m) { return cli::forward_with(m, a, ids); },
+      yaml);
 }
 
 int cmd_score(int argc, char** argv) {
@@ -174,8 +177,10 @@ int cmd_score(int argc, char** argv) {
   const cli::args a(argc, argv, 2, spec);
   if (a.help()) return print_help(spec);
   const std::string dir = require_model_dir(a);
-  return cli::with_model<host_backend, float>(cli::detect_model(dir), dir, host_backend{},
-                                              [&](const auto& m) { return cli::score_with(m, a, dir); });
+  const std::string yaml = a.get("--config", "");
+  return cli::with_model<host_backend, float>(
+      cli::detect_model(dir, yaml), dir, host_backend{}, [&](const auto& m) { return cli::score_with(m, a, dir); },
+      yaml);
 }
 
 // The conversation of --chat (and --system) rendered with the checkpoint's chat template, from
@@ -227,7 +232,8 @@ int cmd_generate(int argc, char** argv) {
   if (dev.cuda) cli::cuda_require_device();
 #endif
   const std::string dir = require_model_dir(a);
-  const cli::model_kind kind = cli::detect_model(dir);  // config.json is read once per command
+  const std::string yaml = a.get("--config", "");
+  const cli::model_kind kind = cli::detect_model(dir, yaml);  // config.json is read once per command
   std::optional<io::tokenizer> tok;
   const auto ids = prompt_ids(a, dir, kind, tok);
   a.require("--max-new-tokens");
@@ -238,7 +244,7 @@ int cmd_generate(int argc, char** argv) {
 #endif
   (void)dev;
   return cli::with_model<host_backend, float>(
-      kind, dir, host_backend{}, [&](const auto& m) { return cli::generate_with(m, a, ids, tp, max_new); });
+      kind, dir, host_backend{}, [&](const auto& m) { return cli::generate_with(m, a, ids, tp, max_new); }, yaml);
 }
 
 /// Library messages name option fields (`draft_steps`, `generate_options::lookahead`); a CLI

@@ -20,11 +20,13 @@ inline std::vector<flag_spec> run_flags() {
           {"--device", "cpu|cuda", "where to run (default cpu; cuda needs a build with -DMUNINN_ENABLE_CUDA=ON)"},
           {"--dtype", "fp32|bf16", "weights and activations (default fp32; bf16 needs --device cuda)"},
           {"--routing", "causal|scoring", "Mixture-of-Recursions: per-token rule (default) or the reference's top-k"},
-          {"--show-depths", "", "Mixture-of-Recursions: print the recursions each position ran"}};
+          {"--show-depths", "", "Mixture-of-Recursions: print the recursions each position ran"},
+          {"--config", "FILE.yaml", "Mixture-of-Recursions: the run's Hydra YAML (when config.json has no mor block)"}};
 }
 
 inline command_spec info_spec() {
-  return {"info", "--model DIR", "config, parameter count, dtype and memory of a checkpoint", {model_flag()}, ""};
+  return {"info", "--model DIR", "config, parameter count, dtype and memory of a checkpoint",
+          {model_flag(), {"--config", "FILE.yaml", "Mixture-of-Recursions: the run's Hydra YAML"}}, ""};
 }
 
 inline command_spec forward_spec() {

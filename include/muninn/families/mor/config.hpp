@@ -98,15 +98,13 @@ inline mor_settings mor_settings_from_json(const json& mor, const std::string& p
   return m;
 }
 
-/// \brief A MoR model_config: the Llama fields, then the recursion layout from `mor`: the first
+/// \brief A MoR model_config: the Llama fields, then the recursion layout from `settings`: the first
 /// layer (middle_cycle) in the prelude group, the B shared layers in the core group with
 /// mean_recurrence = Nr, the last layer (middle_cycle) in the coda group. num_hidden_layers is the
 /// unrolled depth the checkpoint stores (1 + B·Nr + 1 for middle_cycle).
-inline model_config mor_config_from_json(const json& root, const std::string& path) {
+inline model_config mor_config_with(const json& root, const std::string& path, const mor_settings& settings) {
   model_config c = llama_config_from_json(root, path);
-  const json* mor = root.is_object() ? root.find("mor") : nullptr;
-  if (!mor) fail(path, ": no 'mor' block: not a Mixture-of-Recursions config");
-  c.mor = mor_settings_from_json(*mor, path);
+  c.mor = settings;
   const std::int64_t L = c.n_layers_in_prelude;  // the Llama reader puts every layer in the prelude
   const sharing_map map = make_sharing_map(parse_sharing(c.mor.sharing), L, c.mor.recursions);
   MUNINN_CHECK(map.size() == L, path, ": num_hidden_layers = ", L, " is not ", map.middle() ? "2 + " : "",
@@ -115,14 +113,15 @@ inline model_config mor_config_from_json(const json& root, const std::string& pa
   c.n_layers_in_recurrent_block = map.block;
   c.n_layers_in_coda = map.middle() ? 1 : 0;
   c.mean_recurrence = c.mor.recursions;
-  c.model_type = "mor";
   return c;
 }
 
-/// \brief Reads a MoR config.json (file, or a directory holding one).
-inline model_config read_mor_config(const std::string& path_or_dir) {
-  const std::string path = config_json_path(path_or_dir);
-  return mor_config_from_json(read_json_file(path), path);
+/// \brief mor_config_with the settings of config.json's own `mor` block.
+inline model_config mor_config_from_json(const json& root, const std::string& path) {
+  const json* mor = root.is_object() ? root.find("mor") : nullptr;
+  if (!mor) fail(path, ": no 'mor' block: not a Mixture-of-Recursions config (give its Hydra YAML)");
+  return mor_config_with(root, path, mor_settings_from_json(*mor, path));
 }
+
 
 }  // namespace muninn::io

@@ -10,6 +10,7 @@
 #include "muninn/families/mor/config.hpp"
 #include "muninn/families/mor/names.hpp"
 #include "muninn/families/mor/weights.hpp"
+#include "muninn/io/mor_yaml.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"
@@ -23,8 +24,8 @@ namespace family {
 struct mor {
   using slot = muninn::slot::family;           ///< fills the Family slot
   static constexpr const char* name = "mor";  ///< spelling in messages and `muninn info`
-  /// \brief The Llama fields plus the `mor` block (io::mor_config_from_json).
-  static model_config read_config(const std::string& dir) { return io::read_mor_config(dir); }
+  /// \brief The Llama fields plus the `mor` block, or the YAML beside the checkpoint (io::read_mor_config).
+  static model_config read_config(const std::string& dir) { return io::read_mor_config(dir, ""); }
   /// \brief Opens the checkpoint and validates every name and shape against `cfg`.
   static io::checkpoint open_checkpoint(const std::string& dir, const model_config& cfg) {
     return io::open_mor_checkpoint(dir, cfg);
@@ -34,10 +35,15 @@ struct mor {
   static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
     return load_mor_weights<Backend, T, Block>(be, ck, cfg);
   }
-  /// \brief True for a config.json with a `mor` object.
+  /// \brief True for a config.json with a `mor` object, or whose architectures name
+  /// MoRLlamaForCausalLM (the reference's output; its settings are in the run's YAML).
   static bool recognizes(const io::json& config) {
-    const io::json* m = config.is_object() ? config.find("mor") : nullptr;
-    return m && m->is_object();
+    if (!config.is_object()) return false;
+    if (const io::json* m = config.find("mor"); m && m->is_object()) return true;
+    if (const io::json* a = config.find("architectures"); a && a->is_array())
+      for (std::size_t i = 0; i < a->size(); ++i)
+        if ((*a)[i].is_string() && (*a)[i].as_string() == "MoRLlamaForCausalLM") return true;
+    return false;
   }
 };
 

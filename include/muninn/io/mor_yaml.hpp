@@ -1,0 +1,142 @@
+#pragma once
+/// \file
+/// \brief Mixture-of-Recursions settings from the reference's Hydra YAML (`conf/pretrain/*.yaml`),
+/// parsed with yaml-cpp: the reference's HF Trainer output has a plain LlamaConfig and no MoR
+/// fields, so the run's YAML is where its recursion and routing settings live.
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "muninn/core/config.hpp"
+#include "muninn/core/error.hpp"
+#include "muninn/families/mor/config.hpp"
+
+namespace muninn::io {
+namespace detail {
+
+// The node at a dotted path, or an undefined node.
+inline YAML::Node yaml_at(const YAML::Node& root, const std::string& dotted) {
+  YAML::Node n = YAML::Clone(root);
+  std::stringstream ss(dotted);
+  for (std::string key; std::getline(ss, key, '.');) {
+    if (!n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    n = n[key];
+    if (!n.IsDefined()) return n;
+  }
+  return n;
+}
+
+template <class V>
+V yaml_value(const YAML::Node& root, const std::string& key, const std::string& path, const V& def) {
+  const YAML::Node n = yaml_at(root, key);
+  if (!n.IsDefined() || n.IsNull()) return def;
+  MUNINN_CHECK(n.IsScalar(), path, ": field '", key, "' must be a scalar");
+  const std::string text = n.Scalar();
+  MUNINN_CHECK(text.find("${") == std::string::npos, path, ": field '", key, "' is the interpolation '", text,
+               "'; give the resolved Hydra config (the run's .hydra/config.yaml)");
+  try {
+    return n.as<V>();
+  } catch (const YAML::Exception&) {
+    fail(path, ": field '", key, "' has the value '", text, "' of the wrong type");
+  }
+}
+
+// `mor.capacity`: the reference's comma-joined string ("1.0,0.66,0.33"), a list, or absent.
+inline std::vector<double> yaml_capacity(const YAML::Node& root, const std::string& path) {
+  const YAML::Node n = yaml_at(root, "mor.capacity");
+  std::vector<double> out;
+  if (!n.IsDefined() || n.IsNull()) return out;
+  std::vector<std::string> items;
+  if (n.IsSequence()) {
+    for (const auto& it : n) items.push_back(it.Scalar());
+  } else {
+    std::stringstream ss(n.Scalar());
+    for (std::string s; std::getline(ss, s, ',');) items.push_back(s);
+  }
+  for (const auto& s : items) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stod(s, &used));
+      MUNINN_CHECK(s.find_first_not_of(" \t", used) == std::string::npos, "");
+    } catch (const std::exception&) {
+      fail(path, ": field 'mor.capacity' holds '", s, "', not a number");
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// \brief Reads `recursive.{enable, num_recursion, sharing}`, `mor.{enable, type, capacity,
+/// router_type, temp}`, `mor.expert.{router_func, alpha}` or `mor.token.{router_func, alpha,
+/// balancing}` and `kv_sharing.enable` from a Hydra YAML file.
+/// \throws muninn::error naming the file and field for a missing, disabled or ill-typed setting
+inline mor_settings mor_settings_from_yaml(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    fail("cannot read YAML config '", path, "'");
+  } catch (const YAML::Exception& e) {
+    fail(path, ": not valid YAML: ", e.what());
+  }
+  MUNINN_CHECK(root.IsMap(), path, ": a Hydra config must be a mapping");
+  MUNINN_CHECK(detail::yaml_value<bool>(root, "recursive.enable", path, false), path,
+               ": field 'recursive.enable' is not true: not a recursive model");
+  MUNINN_CHECK(detail::yaml_value<bool>(root, "mor.enable", path, false), path,
+               ": field 'mor.enable' is not true: not a Mixture-of-Recursions model");
+  mor_settings m;
+  m.recursions = detail::yaml_value<std::int64_t>(root, "recursive.num_recursion", path, 0);
+  m.sharing = detail::yaml_value<std::string>(root, "recursive.sharing", path, m.sharing);
+  m.type = detail::yaml_value<std::string>(root, "mor.type", path, m.type);
+  m.router_type = detail::yaml_value<std::string>(root, "mor.router_type", path, m.router_type);
+  m.temp = detail::yaml_value<double>(root, "mor.temp", path, 1.0);
+  const std::string sub = m.type == "token" ? "mor.token." : "mor.expert.";
+  const YAML::Node func = detail::yaml_at(root, sub + "router_func");
+  m.router_func = func.IsDefined() && func.IsNull()  // the reference's None: the gate is the raw logit
+                      ? "none"
+                      : detail::yaml_value<std::string>(root, sub + "router_func", path,
+                                                        m.type == "token" ? "softmax" : "sigmoid");
+  m.alpha = detail::yaml_value<double>(root, sub + "alpha", path, m.type == "token" ? 1.0 : 0.1);
+  if (m.type == "token") m.router_bias = detail::yaml_value<std::string>(root, "mor.token.balancing", path, "loss") == "loss_free";
+  if (m.type == "expert") m.capacity = detail::yaml_capacity(root, path);
+  m.kv_sharing = detail::yaml_value<bool>(root, "kv_sharing.enable", path, false);
+  detail::check_mor_settings(m, path);
+  return m;
+}
+
+/// \brief The YAML that describes the checkpoint at `dir` when its config.json has no `mor`
+/// block: `mor.yaml` beside it, or the Hydra run's `.hydra/config.yaml`; empty when neither exists.
+inline std::string mor_yaml_beside(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path d = fs::is_directory(dir) ? fs::path(dir) : fs::path(dir).parent_path();
+  for (const fs::path p : {d / "mor.yaml", d / ".hydra" / "config.yaml"})
+    if (fs::exists(p)) return p.string();
+  return "";
+}
+
+/// \brief A MoR model_config: config.json's Llama fields with the `mor` block, or — for the
+/// reference's own output, whose config.json has none — the settings of `yaml` (or of the YAML
+/// found beside the checkpoint). A `kv_sharing` block in config.json (the one MoR field the
+/// reference writes there) must agree with them.
+inline model_config read_mor_config(const std::string& path_or_dir, const std::string& yaml) {
+  const std::string path = config_json_path(path_or_dir);
+  const json root = read_json_file(path);
+  const bool has_block = root.is_object() && root.find("mor");
+  const std::string y = !yaml.empty() ? yaml : has_block ? "" : mor_yaml_beside(path);
+  if (y.empty()) return mor_config_from_json(root, path);
+  MUNINN_CHECK(!(has_block && !yaml.empty()), path, " has a 'mor' block and --config ", yaml,
+               " was given too: use one of them");
+  const mor_settings m = mor_settings_from_yaml(y);
+  if (const json* kv = root.is_object() ? root.find("kv_sharing") : nullptr; kv && kv->is_object())
+    if (const json* en = kv->find("enable"); en && en->is_bool())
+      MUNINN_CHECK(en->as_bool() == m.kv_sharing, path, ": kv_sharing.enable = ", en->as_bool() ? "true" : "false",
+                   " disagrees with ", y, " (kv_sharing.enable = ", m.kv_sharing ? "true" : "false", ")");
+  return mor_config_with(root, path, m);
+}
+
+}  // namespace muninn::io
