@@ -25,6 +25,7 @@
 #include "muninn/core/error.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/mapped_file.hpp"
+#include "muninn/io/torch_file.hpp"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "muninn/io/safetensors.hpp reads little-endian data in place and needs a little-endian host"
@@ -179,10 +180,13 @@ class checkpoint {
   static constexpr const char* index_name = "model.safetensors.index.json";
   /// \brief The single-file name open() falls back to.
   static constexpr const char* single_name = "model.safetensors";
+  /// \brief The torch.save file open() tries last in a directory (torch_file.hpp).
+  static constexpr const char* torch_name = "pytorch_model.bin";
 
   /// \brief Opens a checkpoint.
   /// \param dir_or_file a directory holding model.safetensors.index.json (sharded) or
-  ///        model.safetensors; or a path to a `*.json` index or to a single safetensors file
+  ///        model.safetensors or pytorch_model.bin; or a path to a `*.json` index, to a single
+  ///        safetensors file, or to a torch.save file of any name (recognized by its ZIP magic)
   /// \throws muninn::error for a missing file, a malformed file, a shard that disagrees with the
   ///         index, or a tensor name that appears twice
   static checkpoint open(const std::string& dir_or_file) {
@@ -202,11 +206,15 @@ class checkpoint {
         c.open_index((p / index_name).string());
       } else if (fs::exists(p / single_name)) {
         c.add_file(safetensors_file((p / single_name).string()));
+      } else if (fs::exists(p / torch_name)) {
+        c.add_torch_file(torch_file((p / torch_name).string()));
       } else {
-        fail("no checkpoint in '", dir_or_file, "': looked for ", index_name, " and ", single_name);
+        fail("no checkpoint in '", dir_or_file, "': looked for ", index_name, ", ", single_name, " and ", torch_name);
       }
     } else if (p.extension() == ".json") {
       c.open_index(dir_or_file);
+    } else if (starts_with_zip_magic(dir_or_file)) {
+      c.add_torch_file(torch_file(dir_or_file));
     } else {
       c.add_file(safetensors_file(dir_or_file));
     }
@@ -307,6 +315,26 @@ class checkpoint {
     }
   }
 
+  // A torch.save file: its float tensors join the list, pointing into its mapping (kept in torch_files_).
+  void add_torch_file(torch_file f) {
+    for (const torch_tensor& tt : f.tensors()) {
+      tensor_info t;
+      t.name = tt.name;
+      const std::string& d = tt.dtype;
+      if (d != "float32" && d != "bfloat16" && d != "float16")
+        fail(f.path(), ": tensor '", tt.name, "' has dtype ", d,
+             ", which Muninn cannot read (supported: float32, bfloat16, float16)");
+      t.type = d == "float32" ? dtype::f32 : d == "bfloat16" ? dtype::bf16 : dtype::f16;
+      t.shape = tt.shape;
+      t.data = tt.data;
+      t.nbytes = tt.nbytes;
+      t.file = f.path();
+      if (!index_.emplace(t.name, tensors_.size()).second) fail(f.path(), ": tensor '", t.name, "' appears twice");
+      tensors_.push_back(std::move(t));
+    }
+    torch_files_.push_back(std::move(f));
+  }
+
   void open_index(const std::string& index_path) {
     namespace fs = std::filesystem;
     const json root = read_json_file(index_path);
@@ -350,6 +378,7 @@ class checkpoint {
 
   std::string source_;
   std::vector<safetensors_file> files_;
+  std::vector<torch_file> torch_files_;
   std::vector<tensor_info> tensors_;
   std::unordered_map<std::string, std::size_t> index_;
 };
