@@ -228,13 +228,16 @@ TEST_F(MorFiles, ContradictionsAreOneClearError) {
   EXPECT_NE(error_of([&] { io::read_mor_config(edited("\"middle_cycle\"", "\"sequence\""), ""); })
                 .find("runs cycle or middle_cycle"),
             std::string::npos);
-  // Settings that do not match the tensors: 2 recursions of a 3-layer block name other tensors.
+  EXPECT_NE(error_of([&] { io::read_mor_config(edited("\"num_recursion\": 3", "\"num_recursion\": 2"), ""); })
+                .find("'mor.capacity' has 3 entries for 2 recursions"),
+            std::string::npos);
+  // Settings that do not match the tensors: a token-choice model names other tensors.
   const std::string msg = error_of([&] {
-    const std::string dir = edited("\"num_recursion\": 3", "\"num_recursion\": 2");
-    model<host_backend, float, mor_expert_arch>::load(dir);
+    const std::string dir = edited("\"type\": \"expert\"", "\"type\": \"token\"");
+    model<host_backend, float, mor_token_arch>::load(dir);
   });
   EXPECT_NE(msg.find("Mixture-of-Recursions"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("model.layers."), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.layers.1.block_list.0.0"), std::string::npos) << msg;
   const std::string yaml = path("bad.yaml");
   muninn_test::write_bytes(yaml, "recursive:\n  enable: true\n  num_recursion: 3\nmor:\n  enable: true\n"
                                  "  type: expert\n  capacity: '1.0,0.5,0.7'\n");
