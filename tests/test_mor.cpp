@@ -13,6 +13,7 @@
 
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/muninn.hpp"
+#include "muninn/runtime/depthwise_batching.hpp"
 #include "muninn/policies/sharing_map.hpp"
 #include "muninn/io/mor_yaml.hpp"
 #include "test_io_util.hpp"
@@ -247,4 +248,35 @@ TEST_F(MorFiles, ContradictionsAreOneClearError) {
   EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("interpolation"), std::string::npos);
   muninn_test::write_bytes(yaml, "recursive: [1, 2\n");
   EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("not valid YAML"), std::string::npos);
+}
+
+// ------------------------------------------------------------------- continuous depth-wise batching
+
+// Tokens of several sequences at different depths share each call of the shared block; each
+// sequence still gets exactly what it gets alone (tokens and depths), with fewer block calls than
+// tokens x depth.
+TEST(DepthwiseBatching, EachRowAsAlone) {
+  const auto m = model<host_backend, float, mor_expert_arch>::load(mor_dir + "expert_mcyc_r3_linear_sigmoid");
+  const std::vector<std::vector<std::int32_t>> prompts = {{18, 43, 2, 11, 45}, {3, 54, 7, 19, 37}, {5}, {9, 9, 9, 1},
+                                                          {60, 2, 33}};
+  generate_options o;
+  o.max_new_tokens = 9;
+  for (const std::int64_t batch : {1, 2, 3, 8}) {
+    SCOPED_TRACE("max_batch " + std::to_string(batch));
+    depthwise_options d;
+    d.max_batch = batch;
+    d.flush_at = batch > 2 ? 2 : 1;
+    depthwise_stats st;
+    const auto got = generate_depthwise(m, prompts, o, d, &st);
+    std::int64_t depth_sum = 0;
+    for (std::size_t r = 0; r < prompts.size(); ++r) {
+      const auto alone = generate(m, prompts[r], o);
+      EXPECT_EQ(got[r].tokens, alone.tokens) << "row " << r;
+      EXPECT_EQ(got[r].steps, alone.steps) << "row " << r;
+      for (std::size_t i = 1; i < got[r].steps.size(); ++i) depth_sum += got[r].steps[i];
+    }
+    EXPECT_EQ(st.tokens, std::int64_t(prompts.size()) * (o.max_new_tokens - 1));
+    EXPECT_EQ(st.block_rows, depth_sum) << "one block row per token per recursion it ran";
+    if (batch > 1) EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared calls";
+  }
 }

@@ -71,6 +71,17 @@ class inference_context {
   /// \brief Empties the context for a new sequence (no reallocation).
   void reset() { truncate(0); }
 
+  /// \brief The KV cache object, for schedulers that drive layers themselves (depth-wise batching).
+  storage_type& kv_storage() { return kv_; }
+  /// \brief Records token `id`, whose keys and values a scheduler has written at position
+  /// length(), as cached, with the steps (recursions) it ran.
+  void commit_token(std::int32_t id, std::int32_t steps) {
+    MUNINN_CHECK(length_ < limits_.max_tokens, "context: no room for another token (", limits_.max_tokens, ")");
+    ++length_;
+    tokens_.push_back(id);
+    steps_used_.push_back(steps);
+  }
+
  private:
   template <class Model>
   friend class forward_pass;
