@@ -12,12 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "muninn/families/llama/arch.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/pickle.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/torch_file.hpp"
 #include "muninn/io/zip.hpp"
+#include "muninn/muninn.hpp"
 #include "test_io_util.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using muninn::dtype;
@@ -141,6 +144,18 @@ TEST(TorchFile, Int64IsReadButNotLoadable) {
 TEST(TorchFile, NonContiguousIsRefused) {
   EXPECT_THAT(error_of([] { torch_file f(data_dir + "noncontig.pt"); }),
               AllOf(HasSubstr("noncontig.pt"), HasSubstr("tensor 'wt' is not contiguous"), HasSubstr("stride [1, 3]")));
+}
+
+// A family loader, unchanged, on a directory holding config.json and pytorch_model.bin (a tied
+// Llama whose lm_head.weight aliases the embedding): logits as transformers computes them.
+TEST(TorchFile, LlamaFamilyLoadsPytorchModelBin) {
+  using llama_model = muninn::model<muninn::host_backend, float, muninn::llama_arch>;
+  const json& want = *expected().find("llama_bin");
+  const auto m = llama_model::load(data_dir + "llama_bin");
+  const auto logits = m.forward(muninn_test::ids_of(*want.find("ids")));
+  std::vector<float> ref;
+  for (const json& x : want.find("logits")->as_array()) ref.push_back(float(x.as_double()));
+  EXPECT_LE(muninn_test::max_abs_diff(logits, ref), 1e-4);
 }
 
 struct hostile_case {
