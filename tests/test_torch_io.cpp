@@ -231,6 +231,11 @@ TEST(Pickle, MalformedInputIsAnError) {
   EXPECT_THAT(unpickle_error(str("\x80\x02]q\x00h\x00" "a.")), HasSubstr("modifies a list that is already stored elsewhere"));
   // 40 nested one-element tuples exceed the nesting limit
   EXPECT_THAT(unpickle_error("\x80\x02N" + std::string(40, '\x85') + "."), HasSubstr("nest deeper than 32"));
+  // the value budget: 1000 Nones against a limit of 100
+  pk::limits small;
+  small.max_values = 100;
+  EXPECT_THAT(error_of([&] { pk::load("\x80\x02(" + std::string(1000, 'N') + "l.", "many.pkl", small); }),
+              AllOf(HasSubstr("many.pkl"), HasSubstr("more than 100 values")));
 }
 
 TEST(Pickle, AllowlistAppliesToGlobalsAndCalls) {
