@@ -12,12 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "muninn/families/llama/arch.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/pickle.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/torch_file.hpp"
 #include "muninn/io/zip.hpp"
+#include "muninn/muninn.hpp"
 #include "test_io_util.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using muninn::dtype;
@@ -143,6 +146,18 @@ TEST(TorchFile, NonContiguousIsRefused) {
               AllOf(HasSubstr("noncontig.pt"), HasSubstr("tensor 'wt' is not contiguous"), HasSubstr("stride [1, 3]")));
 }
 
+// A family loader, unchanged, on a directory holding config.json and pytorch_model.bin (a tied
+// Llama whose lm_head.weight aliases the embedding): logits as transformers computes them.
+TEST(TorchFile, LlamaFamilyLoadsPytorchModelBin) {
+  using llama_model = muninn::model<muninn::host_backend, float, muninn::llama_arch>;
+  const json& want = *expected().find("llama_bin");
+  const auto m = llama_model::load(data_dir + "llama_bin");
+  const auto logits = m.forward(muninn_test::ids_of(*want.find("ids")));
+  std::vector<float> ref;
+  for (const json& x : want.find("logits")->as_array()) ref.push_back(float(x.as_double()));
+  EXPECT_LE(muninn_test::max_abs_diff(logits, ref), 1e-4);
+}
+
 struct hostile_case {
   const char* file;
   std::vector<const char*> parts;
@@ -216,6 +231,11 @@ TEST(Pickle, MalformedInputIsAnError) {
   EXPECT_THAT(unpickle_error(str("\x80\x02]q\x00h\x00" "a.")), HasSubstr("modifies a list that is already stored elsewhere"));
   // 40 nested one-element tuples exceed the nesting limit
   EXPECT_THAT(unpickle_error("\x80\x02N" + std::string(40, '\x85') + "."), HasSubstr("nest deeper than 32"));
+  // the value budget: 1000 Nones against a limit of 100
+  pk::limits small;
+  small.max_values = 100;
+  EXPECT_THAT(error_of([&] { pk::load("\x80\x02(" + std::string(1000, 'N') + "l.", "many.pkl", small); }),
+              AllOf(HasSubstr("many.pkl"), HasSubstr("more than 100 values")));
 }
 
 TEST(Pickle, AllowlistAppliesToGlobalsAndCalls) {

@@ -16,6 +16,9 @@ shape and every value as torch reads it back (torch.load(weights_only=True) of t
   zip64.pt              mixed.pt rewritten as a ZIP64 archive (64-bit sizes and offsets everywhere)
   noncontig.pt          a transposed tensor: Muninn refuses it
   int64.pt              an int64 tensor next to a float one
+  llama_bin/            a tiny tied LlamaForCausalLM (transformers) as config.json + pytorch_model.bin
+                        (torch.save of its state_dict: lm_head.weight aliases the embedding); its
+                        fp32 logits for a few ids, from the model reloaded from that file
 
 Hostile files, hostile/*: written byte by byte and NEVER loaded in Python. Each must give one
 clear error: os_system.pt (GLOBAL os.system + REDUCE), eval.pt (STACK_GLOBAL builtins.eval),
@@ -129,6 +132,29 @@ def write_archive(path, top, pkl, storages):
     write_zip(path, entries)
 
 
+@torch.no_grad()
+def make_llama(folder):
+    """A family loader end to end: Muninn's llama family must load pytorch_model.bin unchanged."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32,
+                      tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=None)
+    torch.manual_seed(1)
+    model = LlamaForCausalLM(cfg).eval()
+    for p in model.parameters():
+        p.normal_(0, 0.5)  # norm weights too, so a norm that is not loaded shows
+    os.makedirs(folder, exist_ok=True)
+    cfg.to_json_file(os.path.join(folder, "config.json"))
+    sd = model.state_dict()
+    assert sd["lm_head.weight"].data_ptr() == sd["model.embed_tokens.weight"].data_ptr()
+    torch.save(sd, os.path.join(folder, "pytorch_model.bin"))
+    fresh = LlamaForCausalLM(cfg).eval()
+    fresh.load_state_dict(torch.load(os.path.join(folder, "pytorch_model.bin"), weights_only=True))
+    ids = [1, 5, 7, 3, 30]
+    logits = fresh(torch.tensor([ids]), use_cache=False).logits[0].float()
+    return {"ids": ids, "logits": values(logits), "transformers_version": __import__("transformers").__version__}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/data/torch")
@@ -226,8 +252,11 @@ def main():
     write_zip(h("cd_outside.pt"), [(n.replace("mixed/", "cd_outside/"), d) for n, d in good],
               cd_offset_override=1 << 31)
 
+    llama = make_llama(os.path.join(out, "llama_bin"))
+
     with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"torch_version": torch.__version__, "files": expected}, f, indent=1, sort_keys=True)
+        json.dump({"torch_version": torch.__version__, "files": expected, "llama_bin": llama}, f, indent=1,
+                  sort_keys=True)
         f.write("\n")
 
 

@@ -109,6 +109,7 @@ inline std::string storage_class_dtype(std::string_view cls) {
 struct limits {
   std::size_t max_bytes = std::size_t(1) << 30;  ///< largest pickle accepted
   std::size_t max_marks = 64;                     ///< open MARKs at once
+  std::size_t max_values = std::size_t(1) << 23;  ///< values created (a state dict needs ~20 per tensor)
   int max_depth = 32;                             ///< nesting of containers
   std::size_t max_dims = 64;                      ///< tensor rank
 };
@@ -183,17 +184,18 @@ class machine {
   }
 
   // ---- values
-  static ref make(kind k) {
+  ref make(kind k) {
+    if (++values_ > lim_.max_values) bad_at(pos_, "more than ", lim_.max_values, " values");
     auto v = std::make_shared<value>();
     v->k = k;
     return v;
   }
-  static ref make_int(std::int64_t i) {
+  ref make_int(std::int64_t i) {
     ref v = make(kind::integer);
     v->i = i;
     return v;
   }
-  static ref make_str(kind k, std::string s) {
+  ref make_str(kind k, std::string s) {
     ref v = make(k);
     v->s = std::move(s);
     return v;
@@ -485,6 +487,7 @@ class machine {
   std::string where_;
   limits lim_;
   std::size_t pos_ = 0;
+  std::size_t values_ = 0;
   std::vector<ref> stack_;
   std::vector<std::size_t> marks_;
   std::unordered_map<std::uint64_t, ref> memo_;
