@@ -34,6 +34,7 @@
 
 #include "muninn/cuda.cuh"
 #include "muninn/families/llama/arch.hpp"
+#include "muninn/families/mor/arch.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
@@ -329,6 +330,37 @@ TEST_F(CudaModel, PromptExitsAndParallelSamplerEqualHost) {
   EXPECT_EQ(gp.tokens, hp.tokens);
   EXPECT_EQ(gp.diffusion_steps, hp.diffusion_steps);
   EXPECT_EQ(gp.cache_clears, hp.cache_clears);
+}
+
+TEST_F(CudaModel, MixtureOfRecursionsEqualsHost) {
+  const std::string mor = std::string(MUNINN_TEST_DATA) + "/mor/";
+  const std::vector<std::int32_t> ids = {18, 43, 2, 11, 45, 3, 54, 7, 19, 37};
+  for (const char* name : {"expert_mcyc_r3_linear_sigmoid", "expert_cycle_r2_mlp_tanh", "expert_mcyc_r3_kvshare"}) {
+    SCOPED_TRACE(name);
+    using HM = model<host_backend, float, mor_expert_arch>;
+    using FM = model<cuda_backend, float, mor_expert_arch>;
+    const HM host = HM::load(mor + name);
+    const FM dev = FM::load(mor + name, gpu());
+    for (const routing_mode mode : {routing_mode::scoring, routing_mode::causal}) {
+      run_options o;
+      o.routing = mode;
+      std::vector<std::int32_t> hd, gd;
+      o.depths = &hd;
+      const auto hl = host.forward(ids, o);
+      o.depths = &gd;
+      const auto gl = dev.forward(ids, o);
+      EXPECT_EQ(gd, hd);
+      EXPECT_LE(max_abs_diff(gl, hl), kF32Tol);
+    }
+    generate_options g;
+    g.max_new_tokens = 6;
+    EXPECT_EQ(generate(dev, {18, 43, 2}, g).tokens, generate(host, {18, 43, 2}, g).tokens);
+  }
+  using TM = model<cuda_backend, float, mor_token_arch>;
+  using TH = model<host_backend, float, mor_token_arch>;
+  const TH th = TH::load(mor + "token_mcyc_r3_softmax_lossfree");
+  const TM td = TM::load(mor + "token_mcyc_r3_softmax_lossfree", gpu());
+  EXPECT_LE(max_abs_diff(td.forward(ids), th.forward(ids)), kF32Tol);
 }
 
 TEST_F(CudaModel, BatchEqualsSingle) {

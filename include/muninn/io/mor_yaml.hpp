@@ -114,7 +114,7 @@ inline mor_settings mor_settings_from_yaml(const std::string& path) {
 inline std::string mor_yaml_beside(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path d = fs::is_directory(dir) ? fs::path(dir) : fs::path(dir).parent_path();
-  for (const fs::path p : {d / "mor.yaml", d / ".hydra" / "config.yaml"})
+  for (const fs::path& p : {d / "mor.yaml", d / ".hydra" / "config.yaml"})
     if (fs::exists(p)) return p.string();
   return "";
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #ifndef PCRE2_CODE_UNIT_WIDTH
+/// \brief PCRE2's 8-bit (UTF-8) API, chosen before pcre2.h is included.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #endif
 #include <pcre2.h>

@@ -52,14 +52,14 @@ struct model_weights {
   buffer adapter;    ///< [h, 2h] concat adapter (empty for add-injection)
   buffer ln_f;       ///< [h]
   typename Backend::template buffer<float> rope;  ///< [block_size, D/2, 2] cos/sin, always fp32
+  /// \brief Routers (Mixture-of-Recursions): one per recursion (expert choice) or one (token choice).
+  std::vector<router_weights<Backend, T>> routers;
   /// \brief Prelude layers, run once before the recurrence.
   std::vector<layer_weights<Backend, T>> prelude, core, coda;
   /// \var core
   /// \brief Recurrent core layers, run once per recurrence step.
   /// \var coda
   /// \brief Coda layers, run once after the recurrence.
-  /// \brief Routers (Mixture-of-Recursions): one per recursion (expert choice) or one (token choice).
-  std::vector<router_weights<Backend, T>> routers;
   std::int64_t parameter_count = 0;  ///< unique parameters (the RoPE table and a duplicate lm_head excluded)
 };
 
