@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -147,6 +148,7 @@ TEST(json_parse, errors_name_source_line_and_column) {
   EXPECT_THAT(err("1."), HasSubstr("decimal point"));
   EXPECT_THAT(err("-"), HasSubstr("digit"));
   EXPECT_THAT(err("1e400"), HasSubstr("range"));
+  EXPECT_THAT(err("-0.01e311"), HasSubstr("range"));
   EXPECT_THAT(err("\"abc"), HasSubstr("unterminated string"));
   EXPECT_THAT(err("1 2"), AllOf(HasSubstr("conf.json:1:3:"), HasSubstr("trailing")));
   EXPECT_THAT(err(""), HasSubstr("empty"));
@@ -157,6 +159,20 @@ TEST(json_parse, errors_name_source_line_and_column) {
   EXPECT_THAT(err("nul"), HasSubstr("conf.json:1:1:"));
   EXPECT_THAT(err("NaN"), HasSubstr("unexpected character"));
   EXPECT_THAT(err(std::string(300, '[') + std::string(300, ']')), HasSubstr("nesting"));
+}
+
+// Numbers below the smallest double are valid JSON: they parse to (signed) zero, as in Python's
+// json, and are not integers; denormals keep their value.
+TEST(json, underflow_parses_to_zero) {
+  const json j = muninn::io::parse_json("[1e-400, -1e-400, 0.0001e-321, 123e-500, 1e-310, 4.9e-324, 0e-99999]", "t");
+  for (std::size_t i : {0u, 1u, 2u, 3u}) {
+    EXPECT_EQ(j[i].as_double(), 0.0) << i;
+    EXPECT_FALSE(j[i].is_int()) << i;
+  }
+  EXPECT_TRUE(std::signbit(j[1].as_double()));
+  EXPECT_EQ(j[4].as_double(), 1e-310);
+  EXPECT_GT(j[5].as_double(), 0.0);
+  EXPECT_EQ(j[6].as_double(), 0.0);
 }
 
 TEST_F(io_test, read_json_file_and_missing_file) {
@@ -711,6 +727,46 @@ TEST_F(io_test, config_errors_name_file_and_field) {
               AllOf(HasSubstr(file), HasSubstr("disagree")));
   EXPECT_THAT(with("{", "["), HasSubstr(file + ":2:31:"));
   EXPECT_THAT(error_of([&] { muninn::io::read_model_config(path("nothing")); }), HasSubstr(path("nothing")));
+}
+
+// Sizes from a stranger's config.json: bounded by load_limits, so no sum or product of them can
+// overflow and a tiny file cannot make the name map millions of entries long; float fields are
+// checked after narrowing to the float model_config stores.
+TEST_F(io_test, model_config_rejects_hostile_values) {
+  const std::string base = huginn_0125_config;
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    s.replace(at, from.size(), to);
+    write_bytes(path("config.json"), s);
+    return error_of([&] { muninn::io::read_model_config(path("config.json")); });
+  };
+  const std::string file = path("config.json");
+  const std::string big = "9223372036854775807";  // INT64_MAX: prelude + core + coda would overflow
+  EXPECT_THAT(with("\"n_layers_in_prelude\": 2", "\"n_layers_in_prelude\": " + big),
+              AllOf(HasSubstr(file), HasSubstr("'n_layers_in_prelude' = " + big + " exceeds Muninn's limit of 4096")));
+  EXPECT_THAT(with("\"n_layers_in_recurrent_block\": 4", "\"n_layers_in_recurrent_block\": 1000000"),
+              AllOf(HasSubstr(file), HasSubstr("'n_layers_in_recurrent_block' = 1000000 exceeds")));
+  EXPECT_THAT(with("\"n_layers_in_coda\": 2", "\"n_layers_in_coda\": 4095"),
+              AllOf(HasSubstr(file), HasSubstr("= 4101 exceeds Muninn's limit of 4096 layers")));
+  EXPECT_THAT(with("\"n_heads\": 55", "\"n_heads\": 4611686018427387904"),
+              AllOf(HasSubstr(file), HasSubstr("'n_heads' = 4611686018427387904 exceeds")));
+  EXPECT_THAT(with("\"vocab_size\": 65536", "\"vocab_size\": 1099511627776"),
+              AllOf(HasSubstr(file), HasSubstr("'vocab_size' = 1099511627776 exceeds")));
+  EXPECT_THAT(with("\"block_size\": 4096", "\"block_size\": 4194304"),
+              AllOf(HasSubstr(file), HasSubstr("block_size (max_position_embeddings) = 4194304 x head_dim = 96"),
+                    HasSubstr("RoPE table")));
+  EXPECT_THAT(with("\"norm_eps\": 1e-06", "\"norm_eps\": 1e-50"),
+              AllOf(HasSubstr(file), HasSubstr("'norm_eps' must be positive"), HasSubstr("(0 as a float)")));
+  EXPECT_THAT(with("\"rope_base\": 50000", "\"rope_base\": 1e39"),
+              AllOf(HasSubstr(file), HasSubstr("'rope_base' = 1e+39 does not fit a float")));
+  EXPECT_THAT(with("\"std\": 0.008703882797784892", "\"std\": 1e300"),
+              AllOf(HasSubstr(file), HasSubstr("init_values.std")));
+  // A valid JSON number that underflows a double parses (to 0, as Python's json does); the field's
+  // own range check then rejects it.
+  EXPECT_THAT(with("\"norm_eps\": 1e-06", "\"norm_eps\": 1e-400"),
+              AllOf(HasSubstr(file), HasSubstr("'norm_eps' must be positive, found 0")));
 }
 
 // --------------------------------------------------------------------------------- Huginn names

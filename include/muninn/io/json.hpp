@@ -411,6 +411,32 @@ class json_parser {
     }
   }
 
+  // floor(log10(|x|)) of a grammar-checked nonzero number, roughly (exponent saturated at
+  // +-10^9): only its sign is used, to tell overflow from underflow.
+  static long long decimal_magnitude(const char* p, const char* last) {
+    if (*p == '-') ++p;
+    long long int_digits = 0, lead = -1, pos = 0;  // lead: first nonzero digit's index among all digits
+    bool in_fraction = false;
+    for (; p != last && *p != 'e' && *p != 'E'; ++p) {
+      if (*p == '.') {
+        in_fraction = true;
+        continue;
+      }
+      if (!in_fraction) ++int_digits;
+      if (lead < 0 && *p != '0') lead = pos;
+      ++pos;
+    }
+    long long exp = 0;
+    if (p != last) {
+      ++p;
+      const bool neg = *p == '-';
+      if (*p == '-' || *p == '+') ++p;
+      for (; p != last; ++p) exp = std::min(exp * 10 + (*p - '0'), 1000000000LL);
+      if (neg) exp = -exp;
+    }
+    return int_digits - lead - 1 + exp;
+  }
+
   json parse_number() {
     const std::size_t start = pos_;
     bool integral = true;
@@ -442,8 +468,14 @@ class json_parser {
     // unlike strtod it ignores the C locale's decimal separator.
     double d = 0.0;
     const auto rd = std::from_chars(first, last, d);
-    if (rd.ec == std::errc::result_out_of_range) error_at(start, "number out of the range of double");
-    if (rd.ec != std::errc() || rd.ptr != last) error_at(start, "malformed number");
+    if (rd.ec == std::errc::result_out_of_range) {
+      // Too small for a double is still a valid number: it becomes (signed) zero, as in Python's
+      // json; the caller's range check on the field decides. Too large has no such answer.
+      if (decimal_magnitude(first, last) >= 0) error_at(start, "number out of the range of double");
+      return json::make_number(*first == '-' ? -0.0 : 0.0, false, 0);  // not the integer 0: 1e-400 is not integral
+    } else if (rd.ec != std::errc() || rd.ptr != last) {
+      error_at(start, "malformed number");
+    }
     if (integral) {
       std::int64_t i = 0;
       const auto ri = std::from_chars(first, last, i);
