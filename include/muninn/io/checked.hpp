@@ -12,7 +12,7 @@
 
 namespace muninn::io {
 
-/// \brief The largest sizes a config.json may declare (docs/inference.md, "Hostile files").
+/// \brief The largest sizes a config.json may declare (docs/architecture.md, "Hostile files").
 ///
 /// Generous next to released models (Llama 3.1 405B: 126 layers, 128 heads, hidden 16384,
 /// vocabulary 128256, 131072 positions), yet small enough that everything sized from them —
