@@ -161,6 +161,28 @@ TEST(json_parse, errors_name_source_line_and_column) {
   EXPECT_THAT(err(std::string(300, '[') + std::string(300, ']')), HasSubstr("nesting"));
 }
 
+// Values own their children: copies are deep, moves leave null behind (run under ASan by the
+// debug preset's unit tests).
+TEST(json, copies_are_deep_and_moves_leave_null) {
+  json a = muninn::io::parse_json(R"({"s": "a string longer than fifteen bytes", "e": "", "n": [1, [2.5, {"k": true}]]})", "t");
+  json b = a;
+  EXPECT_EQ(b.at("s").as_string(), "a string longer than fifteen bytes");
+  EXPECT_EQ(b.at("e").as_string(), "");
+  EXPECT_EQ(b.at("n")[1][1].at("k").as_bool(), true);
+  EXPECT_NE(&a.at("n")[1], &b.at("n")[1]);
+  json c = std::move(a);
+  EXPECT_TRUE(a.is_null());  // NOLINT(bugprone-use-after-move): documented state
+  EXPECT_EQ(c.at("n")[1][0].as_double(), 2.5);
+  c = b;
+  b = json::make_array({json::make_string("x"), json::make_number(3, true, 3)});
+  EXPECT_EQ(c.at("n")[0].as_int(), 1);
+  EXPECT_EQ(b[1].as_int(), 3);
+  const json& self = c;
+  c = self;
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.as_object()[0].first, "s");
+}
+
 // Numbers below the smallest double are valid JSON: they parse to (signed) zero, as in Python's
 // json, and are not integers; denormals keep their value.
 TEST(json, underflow_parses_to_zero) {
