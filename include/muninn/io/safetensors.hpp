@@ -109,9 +109,14 @@ inline void check_contained(const std::string& index_path, const std::string& te
   std::error_code ec;
   const fs::path resolved = fs::weakly_canonical(shard_path, ec);
   if (ec) return;  // cannot resolve: opening it fails next with the system's reason
-  const fs::path named_dir = fs::weakly_canonical(fs::absolute(index_path).parent_path(), ec);
-  const fs::path index_dir = fs::weakly_canonical(index_path, ec).parent_path();
-  if (!ec && (path_within(resolved, named_dir) || path_within(resolved, index_dir))) return;
+  std::error_code ec_named, ec_real;
+  const fs::path named = fs::weakly_canonical(fs::absolute(index_path).parent_path(), ec_named);
+  const fs::path real = fs::weakly_canonical(index_path, ec_real).parent_path();
+  // A root that failed to resolve must not count: an empty path would contain everything.
+  const auto inside = [&](const fs::path& root, const std::error_code& e) {
+    return !e && root.has_root_directory() && path_within(resolved, root);
+  };
+  if (inside(named, ec_named) || inside(real, ec_real)) return;
   fail(index_path, ": weight_map entry for tensor '", tensor, "' names shard '", shard, "', which resolves to '",
        resolved.string(), "', outside the checkpoint directory");
 }
