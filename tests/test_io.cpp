@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -55,7 +56,7 @@ std::string raw_safetensors(const std::string& header, const std::string& data) 
   return le64(header.size()) + header + data;
 }
 
-std::string float_bytes(std::initializer_list<float> v) {
+std::string float_bytes(const std::vector<float>& v) {
   std::string s;
   for (float f : v) s.append(reinterpret_cast<const char*>(&f), 4);
   return s;
@@ -147,6 +148,7 @@ TEST(json_parse, errors_name_source_line_and_column) {
   EXPECT_THAT(err("1."), HasSubstr("decimal point"));
   EXPECT_THAT(err("-"), HasSubstr("digit"));
   EXPECT_THAT(err("1e400"), HasSubstr("range"));
+  EXPECT_THAT(err("-0.01e311"), HasSubstr("range"));
   EXPECT_THAT(err("\"abc"), HasSubstr("unterminated string"));
   EXPECT_THAT(err("1 2"), AllOf(HasSubstr("conf.json:1:3:"), HasSubstr("trailing")));
   EXPECT_THAT(err(""), HasSubstr("empty"));
@@ -157,6 +159,42 @@ TEST(json_parse, errors_name_source_line_and_column) {
   EXPECT_THAT(err("nul"), HasSubstr("conf.json:1:1:"));
   EXPECT_THAT(err("NaN"), HasSubstr("unexpected character"));
   EXPECT_THAT(err(std::string(300, '[') + std::string(300, ']')), HasSubstr("nesting"));
+}
+
+// Values own their children: copies are deep, moves leave null behind (run under ASan by the
+// debug preset's unit tests).
+TEST(json, copies_are_deep_and_moves_leave_null) {
+  json a = muninn::io::parse_json(R"({"s": "a string longer than fifteen bytes", "e": "", "n": [1, [2.5, {"k": true}]]})", "t");
+  json b = a;
+  EXPECT_EQ(b.at("s").as_string(), "a string longer than fifteen bytes");
+  EXPECT_EQ(b.at("e").as_string(), "");
+  EXPECT_EQ(b.at("n")[1][1].at("k").as_bool(), true);
+  EXPECT_NE(&a.at("n")[1], &b.at("n")[1]);
+  json c = std::move(a);
+  EXPECT_TRUE(a.is_null());  // NOLINT(bugprone-use-after-move): documented state
+  EXPECT_EQ(c.at("n")[1][0].as_double(), 2.5);
+  c = b;
+  b = json::make_array({json::make_string("x"), json::make_number(3, true, 3)});
+  EXPECT_EQ(c.at("n")[0].as_int(), 1);
+  EXPECT_EQ(b[1].as_int(), 3);
+  const json& self = c;
+  c = self;
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.as_object()[0].first, "s");
+}
+
+// Numbers below the smallest double are valid JSON: they parse to (signed) zero, as in Python's
+// json, and are not integers; denormals keep their value.
+TEST(json, underflow_parses_to_zero) {
+  const json j = muninn::io::parse_json("[1e-400, -1e-400, 0.0001e-321, 123e-500, 1e-310, 4.9e-324, 0e-99999]", "t");
+  for (std::size_t i : {0u, 1u, 2u, 3u}) {
+    EXPECT_EQ(j[i].as_double(), 0.0) << i;
+    EXPECT_FALSE(j[i].is_int()) << i;
+  }
+  EXPECT_TRUE(std::signbit(j[1].as_double()));
+  EXPECT_EQ(j[4].as_double(), 1e-310);
+  EXPECT_GT(j[5].as_double(), 0.0);
+  EXPECT_EQ(j[6].as_double(), 0.0);
 }
 
 TEST_F(io_test, read_json_file_and_missing_file) {
@@ -294,11 +332,11 @@ TEST_F(io_test, npy_errors_name_the_file) {
 TEST_F(io_test, safetensors_reads_a_handwritten_file) {
   // Header length 141 is odd, so the data is unaligned; metadata and trailing spaces are allowed.
   std::string header =
-      R"({"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
+      R"({"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[2,10]},)"
       R"("a":{"dtype":"BF16","shape":[],"data_offsets":[0,2]}})";
   ASSERT_LE(header.size(), 141u);
   header += std::string(141 - header.size(), ' ');
-  std::string data = std::string("\x80\x3f", 2) + std::string(6, '\0') + float_bytes({1.5f, -2.0f});
+  std::string data = std::string("\x80\x3f", 2) + float_bytes({1.5f, -2.0f});  // tensors tile the data, as required
   write_bytes(path("h.safetensors"), raw_safetensors(header, data));
 
   const checkpoint c = checkpoint::open(path("h.safetensors"));
@@ -433,6 +471,71 @@ TEST_F(io_test, safetensors_malformed_files) {
                        raw_safetensors(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
                                        float_bytes({1, 2}))),
               AllOf(HasSubstr(path("ovf.safetensors")), HasSubstr("tensor 'a'"), HasSubstr("overflow")));
+  // 3 * 2^62 elements: fits uint64 but not int64, where numel() and every caller count.
+  EXPECT_THAT(open_err("ovf63.safetensors",
+                       raw_safetensors(R"({"a":{"dtype":"F16","shape":[4611686018427387904,3],"data_offsets":[0,8]}})",
+                                       float_bytes({1, 2}))),
+              AllOf(HasSubstr(path("ovf63.safetensors")), HasSubstr("tensor 'a'"),
+                    HasSubstr("shape [4611686018427387904, 3] overflows 64 bits")));
+  EXPECT_THAT(open_err("hbig.safetensors", le64(100000001) + tensor_a),
+              AllOf(HasSubstr(path("hbig.safetensors")), HasSubstr("header length 100000001 exceeds the format's limit")));
+  EXPECT_THAT(open_err("dup.safetensors",
+                       raw_safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                       float_bytes({1, 2}))),
+              AllOf(HasSubstr(path("dup.safetensors")), HasSubstr("duplicate key \"a\"")));
+}
+
+// The format requires the tensors to tile the data section exactly.
+TEST_F(io_test, safetensors_byte_ranges_tile_the_data_section) {
+  const auto open_err = [&](const std::string& name, const std::string& header, std::size_t n_floats) {
+    write_bytes(path(name), raw_safetensors(header, float_bytes(std::vector<float>(n_floats, 1.0f))));
+    return error_of([&] { checkpoint::open(path(name)); });
+  };
+  EXPECT_THAT(open_err("overlap.safetensors",
+                       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 3),
+              AllOf(HasSubstr(path("overlap.safetensors")), HasSubstr("tensor 'b' [4, 12) overlaps tensor 'a' [0, 8)")));
+  EXPECT_THAT(open_err("same.safetensors",
+                       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 2),
+              HasSubstr("overlaps"));
+  EXPECT_THAT(open_err("gap.safetensors",
+                       R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 3),
+              AllOf(HasSubstr(path("gap.safetensors")),
+                    HasSubstr("tensor 'b' [8, 12) leaves bytes [4, 8) of the data section unused after tensor 'a'")));
+  EXPECT_THAT(open_err("lead.safetensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 2),
+              HasSubstr("leaves bytes [0, 4)"));
+  EXPECT_THAT(open_err("tail.safetensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 2),
+              AllOf(HasSubstr(path("tail.safetensors")), HasSubstr("data section holds 8 bytes but the tensors cover only 4")));
+  // Tensors in any header order, empty ones included, are fine when they tile.
+  write_bytes(path("ok.safetensors"),
+              raw_safetensors(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)"
+                              R"("e":{"dtype":"F32","shape":[4611686018427387904,4,0],"data_offsets":[4,4]},)"
+                              R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                              float_bytes({1, 2})));
+  const checkpoint c = checkpoint::open(path("ok.safetensors"));
+  EXPECT_EQ(c.read_f32("b"), (std::vector<float>{2}));
+  EXPECT_EQ(c.get("e").numel(), 0);
+  EXPECT_EQ(c.read_f32("e"), (std::vector<float>{}));
+}
+
+// Extents whose product overflows int64 are an error; a zero extent after huge ones is an empty array.
+TEST_F(io_test, npy_shape_products_are_checked) {
+  const auto npy = [](const std::string& dict, const std::string& data) {
+    return std::string("\x93NUMPY\x01\x00", 8) + char(dict.size()) + '\0' + dict + data;
+  };
+  write_bytes(path("ovf.npy"), npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 3), }\n", ""));
+  EXPECT_THAT(error_of([&] { muninn::io::read_npy_f32(path("ovf.npy")); }),
+              AllOf(HasSubstr(path("ovf.npy")), HasSubstr("shape (4611686018427387904, 3) overflows 64 bits")));
+  write_bytes(path("ovf2.npy"), npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1152921504606846976, 8), }\n", ""));
+  EXPECT_THAT(error_of([&] { muninn::io::read_npy_i64(path("ovf2.npy")); }), HasSubstr("overflows 64 bits"));
+  write_bytes(path("zero.npy"),
+              npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4, 0), }\n", ""));
+  const auto z = muninn::io::read_npy_f32(path("zero.npy"));
+  EXPECT_EQ(z.numel(), 0);
+  EXPECT_TRUE(z.data.empty());
 }
 
 TEST_F(io_test, checkpoint_open_missing_paths) {
@@ -524,6 +627,50 @@ TEST_F(sharded_test, malformed_index) {
               AllOf(HasSubstr("model.safetensors.index.json"), HasSubstr("'x'")));
   write_bytes(path("model.safetensors.index.json"), "{\"weight_map\": {\n\"x\": }}");
   EXPECT_THAT(error_of([&] { checkpoint::open(dir_.string()); }), HasSubstr("model.safetensors.index.json:2:6:"));
+}
+
+// A stranger's index must not make us open files outside the checkpoint directory.
+TEST_F(sharded_test, shards_stay_inside_the_checkpoint) {
+  write_shards();
+  fs::create_directories(path("ckpt/sub"));
+  fs::copy_file(path("model-00002-of-00002.safetensors"), path("ckpt/sub/z.safetensors"));
+  fs::copy_file(path("model-00001-of-00002.safetensors"), path("ckpt/model-00001-of-00002.safetensors"));
+  const auto index_err = [&](const std::string& z_shard) {
+    write_bytes(path("ckpt/model.safetensors.index.json"),
+                R"({"weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00001-of-00002.safetensors", )"
+                R"("z": ")" + z_shard + "\"}}");
+    return error_of([&] { checkpoint::open(path("ckpt")); });
+  };
+  const std::vector<std::string> outside = {"../model-00002-of-00002.safetensors",
+                                            "sub/../../model-00002-of-00002.safetensors",
+                                            path("model-00002-of-00002.safetensors")};
+  for (const std::string& bad : outside)
+    EXPECT_THAT(index_err(bad), AllOf(HasSubstr(path("ckpt/model.safetensors.index.json")), HasSubstr("tensor 'z'"),
+                                      HasSubstr("names shard '" + bad + "'"), HasSubstr("outside the checkpoint directory")))
+        << bad;
+  // A symlink inside the directory that points out of it is followed only to be refused.
+  fs::create_symlink(path("model-00002-of-00002.safetensors"), path("ckpt/link.safetensors"));
+  EXPECT_THAT(index_err("link.safetensors"),
+              AllOf(HasSubstr("tensor 'z'"), HasSubstr("names shard 'link.safetensors', which resolves to '" +
+                                                       path("model-00002-of-00002.safetensors") + "'"),
+                    HasSubstr("outside the checkpoint directory")));
+  // Subdirectories are fine.
+  write_bytes(path("ckpt/model.safetensors.index.json"),
+              R"({"weight_map": {"x": "model-00001-of-00002.safetensors", "y": "model-00001-of-00002.safetensors", )"
+              R"("z": "sub/z.safetensors"}})");
+  EXPECT_EQ(checkpoint::open(path("ckpt")).read_f32("z"), (std::vector<float>{4, 5}));
+}
+
+// The Hugging Face cache layout: snapshot files are symlinks into a sibling blobs/ directory.
+TEST_F(sharded_test, hugging_face_cache_symlinks_are_followed) {
+  write_shards();
+  write_index(good_map);
+  fs::create_directories(path("snap"));
+  for (const char* f : {"model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                        "model-00002-of-00002.safetensors"})
+    fs::create_symlink(path(f), path(std::string("snap/") + f));
+  const checkpoint c = checkpoint::open(path("snap"));
+  EXPECT_EQ(c.read_f32("z"), (std::vector<float>{4, 5}));
 }
 
 TEST_F(io_test, strip_prefix_renames_and_detects_collisions) {
@@ -711,6 +858,46 @@ TEST_F(io_test, config_errors_name_file_and_field) {
               AllOf(HasSubstr(file), HasSubstr("disagree")));
   EXPECT_THAT(with("{", "["), HasSubstr(file + ":2:31:"));
   EXPECT_THAT(error_of([&] { muninn::io::read_model_config(path("nothing")); }), HasSubstr(path("nothing")));
+}
+
+// Sizes from a stranger's config.json: bounded by load_limits, so no sum or product of them can
+// overflow and a tiny file cannot make the name map millions of entries long; float fields are
+// checked after narrowing to the float model_config stores.
+TEST_F(io_test, model_config_rejects_hostile_values) {
+  const std::string base = huginn_0125_config;
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    s.replace(at, from.size(), to);
+    write_bytes(path("config.json"), s);
+    return error_of([&] { muninn::io::read_model_config(path("config.json")); });
+  };
+  const std::string file = path("config.json");
+  const std::string big = "9223372036854775807";  // INT64_MAX: prelude + core + coda would overflow
+  EXPECT_THAT(with("\"n_layers_in_prelude\": 2", "\"n_layers_in_prelude\": " + big),
+              AllOf(HasSubstr(file), HasSubstr("'n_layers_in_prelude' = " + big + " exceeds Muninn's limit of 4096")));
+  EXPECT_THAT(with("\"n_layers_in_recurrent_block\": 4", "\"n_layers_in_recurrent_block\": 1000000"),
+              AllOf(HasSubstr(file), HasSubstr("'n_layers_in_recurrent_block' = 1000000 exceeds")));
+  EXPECT_THAT(with("\"n_layers_in_coda\": 2", "\"n_layers_in_coda\": 4095"),
+              AllOf(HasSubstr(file), HasSubstr("= 4101 exceeds Muninn's limit of 4096 layers")));
+  EXPECT_THAT(with("\"n_heads\": 55", "\"n_heads\": 4611686018427387904"),
+              AllOf(HasSubstr(file), HasSubstr("'n_heads' = 4611686018427387904 exceeds")));
+  EXPECT_THAT(with("\"vocab_size\": 65536", "\"vocab_size\": 1099511627776"),
+              AllOf(HasSubstr(file), HasSubstr("'vocab_size' = 1099511627776 exceeds")));
+  EXPECT_THAT(with("\"block_size\": 4096", "\"block_size\": 4194304"),
+              AllOf(HasSubstr(file), HasSubstr("block_size (max_position_embeddings) = 4194304 x head_dim = 96"),
+                    HasSubstr("RoPE table")));
+  EXPECT_THAT(with("\"norm_eps\": 1e-06", "\"norm_eps\": 1e-50"),
+              AllOf(HasSubstr(file), HasSubstr("'norm_eps' must be positive"), HasSubstr("(0 as a float)")));
+  EXPECT_THAT(with("\"rope_base\": 50000", "\"rope_base\": 1e39"),
+              AllOf(HasSubstr(file), HasSubstr("'rope_base' = 1e+39 does not fit a float")));
+  EXPECT_THAT(with("\"std\": 0.008703882797784892", "\"std\": 1e300"),
+              AllOf(HasSubstr(file), HasSubstr("init_values.std")));
+  // A valid JSON number that underflows a double parses (to 0, as Python's json does); the field's
+  // own range check then rejects it.
+  EXPECT_THAT(with("\"norm_eps\": 1e-06", "\"norm_eps\": 1e-400"),
+              AllOf(HasSubstr(file), HasSubstr("'norm_eps' must be positive, found 0")));
 }
 
 // --------------------------------------------------------------------------------- Huginn names

@@ -309,6 +309,20 @@ TEST_F(llama_test, config_rejections_name_file_and_field) {
       {v4_llama3().set("rope_parameters", R"({"rope_type": "llama3", "factor": 32.0})"),
        {"fields 'rope_scaling.factor' and 'rope_parameters.factor' are aliases but disagree"}},
       {v4_llama3().set("dtype", R"("float32")"), {"fields 'torch_dtype' and 'dtype' are aliases but disagree"}},
+      // hostile sizes and floats: bounded before they size the name map or overflow a product
+      {base_config().set("num_hidden_layers", "1000000"),
+       {"field 'num_hidden_layers' = 1000000 exceeds Muninn's limit of 4096"}},
+      {base_config().set("num_attention_heads", "9223372036854775807"),
+       {"field 'num_attention_heads' = 9223372036854775807 exceeds"}},
+      {base_config().set("head_dim", "1152921504606846976"), {"field 'head_dim' = 1152921504606846976 exceeds"}},
+      {base_config().set("hidden_size", "1048576").set("num_attention_heads", "1"), {"head_dim = 1048576 exceeds"}},
+      {base_config().set("vocab_size", "4294967296"), {"field 'vocab_size' = 4294967296 exceeds"}},
+      {base_config().set("max_position_embeddings", "4194304").set("head_dim", "4096"),
+       {"block_size (max_position_embeddings) = 4194304 x head_dim = 4096", "RoPE table"}},
+      {base_config().set("rms_norm_eps", "1e-46"), {"field 'rms_norm_eps' must be positive", "(0 as a float)"}},
+      {base_config().set("rms_norm_eps", "1e-400"), {"field 'rms_norm_eps' must be positive, found 0"}},
+      {base_config().set("rope_theta", "3.5e38"), {"field 'rope_theta' = 3.5e+38 does not fit a float"}},
+      {v4_scaling(R"({"rope_type": "linear", "factor": 1e39})"), {"field 'rope_scaling.factor' = 1e+39 does not fit"}},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i) + ":\n" + cases[i].config.str());

@@ -2,6 +2,7 @@
 /// \file
 /// \brief Reads a Hugging Face config.json into muninn::model_config.
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
@@ -9,6 +10,7 @@
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/io/checked.hpp"
 #include "muninn/io/json.hpp"
 
 namespace muninn::io {
@@ -38,26 +40,34 @@ class config_fields {
     return found;
   }
 
-  std::int64_t integer(std::initializer_list<const char*> names, std::int64_t min_value) const {
+  // An integer in [min_value, max_value]; the maxima come from load_limits, so products of the
+  // sizes read here cannot overflow and no count can make a tiny file build a huge name list.
+  std::int64_t integer(std::initializer_list<const char*> names, std::int64_t min_value, std::int64_t max_value) const {
     const char* used = nullptr;
     const json* v = find(names, used);
     if (!v) fail(path_, ": missing required field '", spelled(names), "'");
-    return check_int(*v, used, min_value);
+    return check_int(*v, used, min_value, max_value);
   }
-  std::int64_t integer(std::initializer_list<const char*> names, std::int64_t min_value, std::int64_t fallback) const {
+  std::int64_t integer(std::initializer_list<const char*> names, std::int64_t min_value, std::int64_t max_value,
+                       std::int64_t fallback) const {
     const char* used = nullptr;
     const json* v = find(names, used);
-    return v ? check_int(*v, used, min_value) : fallback;
+    return v ? check_int(*v, used, min_value, max_value) : fallback;
   }
-  double number(std::initializer_list<const char*> names, double fallback, bool positive) const {
+  // A float field: checked after narrowing to float, the type model_config stores, so 1e39
+  // (inf as a float) and 1e-50 (0 as a float) are rejected rather than silently stored.
+  float number(std::initializer_list<const char*> names, float fallback, bool positive) const {
     const char* used = nullptr;
     const json* v = find(names, used);
     if (!v) return fallback;
     if (!v->is_number()) fail(path_, ": field '", used, "' must be a number, found ", v->type_name());
     const double d = v->as_double();
-    if (positive ? !(d > 0) : !(d >= 0))
-      fail(path_, ": field '", used, "' must be ", positive ? "positive" : "non-negative", ", found ", d);
-    return d;
+    const float x = static_cast<float>(d);
+    if (!std::isfinite(x)) fail(path_, ": field '", used, "' = ", d, " does not fit a float");
+    if (positive ? !(x > 0) : !(x >= 0))
+      fail(path_, ": field '", used, "' must be ", positive ? "positive" : "non-negative", ", found ", d,
+           positive && d > 0 ? " (0 as a float)" : "");
+    return x;
   }
   bool boolean(std::initializer_list<const char*> names, bool fallback) const {
     const char* used = nullptr;
@@ -87,17 +97,27 @@ class config_fields {
     for (const char* n : names) s += (s.empty() ? "" : "' (or '") + std::string(n);
     return names.size() > 1 ? s + "')" : s;
   }
-  std::int64_t check_int(const json& v, const char* name, std::int64_t min_value) const {
+  std::int64_t check_int(const json& v, const char* name, std::int64_t min_value, std::int64_t max_value) const {
     if (!v.is_int())
       fail(path_, ": field '", name, "' must be an integer, found ", v.is_number() ? "a non-integral number" : v.type_name());
     const std::int64_t i = v.as_int();
     if (i < min_value) fail(path_, ": field '", name, "' must be at least ", min_value, ", found ", i);
+    if (i > max_value) fail(path_, ": field '", name, "' = ", i, " exceeds Muninn's limit of ", max_value);
     return i;
   }
 
   const json& root_;
   const std::string& path_;
 };
+
+// The RoPE table (block_size x head_dim floats) is built from the config alone, before any
+// tensor is checked against the checkpoint, so its size needs its own bound.
+inline void check_rope_table(const model_config& c, const std::string& path) {
+  std::int64_t n = 0;
+  if (!checked::mul(c.block_size, c.head_dim, n) || n > load_limits::max_rope_table)
+    fail(path, ": block_size (max_position_embeddings) = ", c.block_size, " x head_dim = ", c.head_dim,
+         " exceeds Muninn's limit of ", load_limits::max_rope_table, " RoPE table entries");
+}
 
 }  // namespace detail
 
@@ -107,39 +127,47 @@ class config_fields {
 /// \throws muninn::error naming the file and field for a missing required field or an invalid value
 inline model_config model_config_from_json(const json& root, const std::string& path) {
   if (!root.is_object()) fail(path, ": config must be a JSON object, found ", root.type_name());
+  using L = load_limits;
   const detail::config_fields f(root, path);
   model_config c;
   c.source = path;
   c.model_type = f.string({"model_type"}, c.model_type);
-  c.n_embd = f.integer({"n_embd", "hidden_size"}, 1);
-  c.n_heads = f.integer({"num_attention_heads", "n_heads"}, 1);
-  c.n_kv_heads = f.integer({"num_key_value_heads"}, 1, c.n_heads);
+  c.n_embd = f.integer({"n_embd", "hidden_size"}, 1, L::max_width);
+  c.n_heads = f.integer({"num_attention_heads", "n_heads"}, 1, L::max_heads);
+  c.n_kv_heads = f.integer({"num_key_value_heads"}, 1, L::max_heads, c.n_heads);
   if (c.n_heads % c.n_kv_heads != 0)
     fail(path, ": num_attention_heads = ", c.n_heads, " is not a multiple of num_key_value_heads = ", c.n_kv_heads);
-  c.head_dim = f.integer({"head_dim"}, 1, 0);
+  c.head_dim = f.integer({"head_dim"}, 1, L::max_head_dim, 0);
   if (c.head_dim == 0) {
     if (c.n_embd % c.n_heads != 0)
       fail(path, ": n_embd = ", c.n_embd, " is not divisible by num_attention_heads = ", c.n_heads,
            " (give head_dim explicitly if that is intended)");
     c.head_dim = c.n_embd / c.n_heads;
   }
-  c.intermediate_size = f.integer({"intermediate_size"}, 1);
-  c.vocab_size = f.integer({"vocab_size"}, 1);
-  const std::int64_t padded = f.integer({"padded_vocab_size"}, 1, c.vocab_size);
+  if (c.head_dim > L::max_head_dim)
+    fail(path, ": head_dim = ", c.head_dim, " exceeds Muninn's limit of ", L::max_head_dim);
+  c.intermediate_size = f.integer({"intermediate_size"}, 1, L::max_width);
+  c.vocab_size = f.integer({"vocab_size"}, 1, L::max_vocab);
+  const std::int64_t padded = f.integer({"padded_vocab_size"}, 1, L::max_vocab, c.vocab_size);
   if (padded < c.vocab_size)
     fail(path, ": padded_vocab_size = ", padded, " is smaller than vocab_size = ", c.vocab_size);
   c.vocab_size = padded;  // the embedding and head have the padded row count
-  c.n_layers_in_prelude = f.integer({"n_layers_in_prelude"}, 0);
-  c.n_layers_in_recurrent_block = f.integer({"n_layers_in_recurrent_block"}, 1);
-  c.n_layers_in_coda = f.integer({"n_layers_in_coda"}, 0);
-  const std::int64_t n_layers = f.integer({"n_layers", "num_hidden_layers"}, 0, c.n_unique_layers());
+  c.n_layers_in_prelude = f.integer({"n_layers_in_prelude"}, 0, L::max_layers);
+  c.n_layers_in_recurrent_block = f.integer({"n_layers_in_recurrent_block"}, 1, L::max_layers);
+  c.n_layers_in_coda = f.integer({"n_layers_in_coda"}, 0, L::max_layers);
+  // Each group is bounded, so the sum cannot overflow; the total has the same bound.
+  if (c.n_unique_layers() > L::max_layers)
+    fail(path, ": n_layers_in_prelude + n_layers_in_recurrent_block + n_layers_in_coda = ", c.n_unique_layers(),
+         " exceeds Muninn's limit of ", L::max_layers, " layers");
+  const std::int64_t n_layers = f.integer({"n_layers", "num_hidden_layers"}, 0, L::max_layers, c.n_unique_layers());
   if (n_layers != c.n_unique_layers())
     fail(path, ": n_layers = ", n_layers, " but n_layers_in_prelude + n_layers_in_recurrent_block + n_layers_in_coda = ",
          c.n_unique_layers());
-  c.mean_recurrence = f.integer({"mean_recurrence"}, 1);
-  c.block_size = f.integer({"block_size", "max_position_embeddings"}, 1);
-  c.norm_eps = float(f.number({"norm_eps", "rms_norm_eps"}, c.norm_eps, true));
-  c.rope_base = float(f.number({"rope_base", "rope_theta"}, c.rope_base, true));
+  c.mean_recurrence = f.integer({"mean_recurrence"}, 1, L::max_recurrence);
+  c.block_size = f.integer({"block_size", "max_position_embeddings"}, 1, L::max_positions);
+  c.norm_eps = f.number({"norm_eps", "rms_norm_eps"}, c.norm_eps, true);
+  c.rope_base = f.number({"rope_base", "rope_theta"}, c.rope_base, true);
+  detail::check_rope_table(c, path);
   c.qk_bias = f.boolean({"qk_bias"}, c.qk_bias);
   c.bias = f.boolean({"bias"}, c.bias);
   c.tie_embeddings = f.boolean({"tie_embeddings", "tie_word_embeddings"}, c.tie_embeddings);
@@ -150,13 +178,14 @@ inline model_config model_config_from_json(const json& root, const std::string& 
   c.block_type = f.string({"block_type"}, c.block_type);
   if (c.block_type != "sandwich" && c.block_type != "pre_norm")
     fail(path, ": field 'block_type' is \"", c.block_type, "\"; supported: \"sandwich\", \"pre_norm\"");
-  c.init_scale = float(f.number({"init_scale"}, c.init_scale, false));
+  c.init_scale = f.number({"init_scale"}, c.init_scale, false);
   if (const json* iv = root.find("init_values"); iv && !iv->is_null()) {
     if (!iv->is_object()) fail(path, ": field 'init_values' must be an object, found ", iv->type_name());
     if (const json* s = iv->find("std"); s && !s->is_null()) {
-      if (!s->is_number() || !(s->as_double() >= 0))
-        fail(path, ": field 'init_values.std' must be a non-negative number");
-      c.init_std = float(s->as_double());
+      const float x = s->is_number() ? float(s->as_double()) : -1.0f;
+      if (!std::isfinite(x) || !(x >= 0))
+        fail(path, ": field 'init_values.std' must be a non-negative number that fits a float");
+      c.init_std = x;
     }
   }
   return c;

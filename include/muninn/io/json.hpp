@@ -16,61 +16,120 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/io/mapped_file.hpp"
 #include "muninn/io/utf8.hpp"
 
 namespace muninn::io {
 
+namespace detail {
+class json_parser;
+}  // namespace detail
+
 /// \brief One JSON value: null, boolean, number, string, array or object.
 ///
 /// Objects keep their keys in file order (duplicate keys are a parse error). Numbers keep the
-/// double and, when the value is integral and fits, the exact int64: sizes in config files and
+/// double or, when the value is integral and fits, the exact int64: sizes in config files and
 /// byte offsets in safetensors headers exceed 2^53 in principle, so they must not go through double.
+///
+/// A value is 16 bytes and its children sit in one exactly sized array, because files from
+/// strangers can be mostly punctuation: `[0,0,0,...]` spends 2 bytes per value, and a tree of
+/// large nodes in growing vectors would turn a few tens of MB into gigabytes.
 class json {
  public:
   /// \brief The six JSON value kinds.
-  enum class kind { null, boolean, number, string, array, object };
-  /// \brief Array storage.
+  enum class kind : std::uint8_t { null, boolean, number, string, array, object };
+  /// \brief One object member: key and value.
+  using member = std::pair<std::string, json>;
+  /// \brief Elements for make_array.
   using array_t = std::vector<json>;
-  /// \brief Object storage: (key, value) pairs in file order.
-  using object_t = std::vector<std::pair<std::string, json>>;
+  /// \brief (key, value) pairs in file order, for make_object.
+  using object_t = std::vector<member>;
+
+  /// \brief A read-only view of contiguous elements (array elements or object members).
+  template <class T>
+  class view {
+   public:
+    /// \brief The `n` elements starting at `first`.
+    view(const T* first, std::size_t n) : first_(first), n_(n) {}
+    /// \brief First element.
+    const T* begin() const { return first_; }
+    /// \brief One past the last element.
+    const T* end() const { return first_ + n_; }
+    /// \brief Number of elements.
+    std::size_t size() const { return n_; }
+    /// \brief True when there are no elements.
+    bool empty() const { return n_ == 0; }
+    /// \brief Element `i` (unchecked, like std::vector).
+    const T& operator[](std::size_t i) const { return first_[i]; }
+
+   private:
+    const T* first_;
+    std::size_t n_;
+  };
 
   /// \brief A null value.
-  json() = default;
+  json() noexcept = default;
+  /// \brief A deep copy.
+  json(const json& o) : kind_(o.kind_), flag_(o.flag_), count_(o.count_), u_(o.u_) {
+    if (kind_ == kind::string && o.u_.str) u_.str = new std::string(*o.u_.str);
+    if (kind_ == kind::array) u_.items = copy_of(o.u_.items, count_);
+    if (kind_ == kind::object) u_.members = copy_of(o.u_.members, count_);
+  }
+  /// \brief Takes the other value's children; it becomes null.
+  json(json&& o) noexcept : kind_(o.kind_), flag_(o.flag_), count_(o.count_), u_(o.u_) { o.reset_to_null(); }
+  /// \brief Replaces this value with a deep copy of `o`.
+  json& operator=(const json& o) {
+    if (this != &o) *this = json(o);
+    return *this;
+  }
+  /// \brief Replaces this value with `o`'s, which becomes null.
+  json& operator=(json&& o) noexcept {
+    if (this != &o) {
+      release();
+      kind_ = o.kind_;
+      flag_ = o.flag_;
+      count_ = o.count_;
+      u_ = o.u_;
+      o.reset_to_null();
+    }
+    return *this;
+  }
+  ~json() { release(); }
+
   /// \brief A boolean value.
   static json make_bool(bool b) {
     json j;
     j.kind_ = kind::boolean;
-    j.bool_ = b;
+    j.flag_ = b;
     return j;
   }
-  /// \brief A number; `exact` holds the integer value when the number is integral and fits int64.
+  /// \brief A number; `exact` holds the integer value when the number is integral and fits int64
+  /// (then `d` must be that integer as a double).
   static json make_number(double d, bool is_int, std::int64_t exact) {
     json j;
     j.kind_ = kind::number;
-    j.num_ = d;
-    j.is_int_ = is_int;
-    j.int_ = exact;
+    j.flag_ = is_int;
+    if (is_int) j.u_.i = exact;
+    else j.u_.num = d;
     return j;
   }
   /// \brief A string value (UTF-8).
   static json make_string(std::string s) {
     json j;
     j.kind_ = kind::string;
-    j.str_ = std::move(s);
+    j.u_.str = s.empty() ? nullptr : new std::string(std::move(s));  // "" costs no allocation
     return j;
   }
   /// \brief An array value.
   static json make_array(array_t a) {
     json j;
-    j.kind_ = kind::array;
-    j.arr_ = std::move(a);
+    j.adopt_items(a.data(), a.size());
     return j;
   }
   /// \brief An object value; the caller guarantees unique keys.
   static json make_object(object_t o) {
     json j;
-    j.kind_ = kind::object;
-    j.obj_ = std::move(o);
+    j.adopt_members(o.data(), o.size());
     return j;
   }
 
@@ -95,7 +154,7 @@ class json {
   /// \brief True for any number.
   bool is_number() const { return kind_ == kind::number; }
   /// \brief True for a number that is integral and fits int64.
-  bool is_int() const { return kind_ == kind::number && is_int_; }
+  bool is_int() const { return kind_ == kind::number && flag_; }
   /// \brief True for a string.
   bool is_string() const { return kind_ == kind::string; }
   /// \brief True for an array.
@@ -106,42 +165,41 @@ class json {
   /// \brief The boolean; throws unless is_bool().
   bool as_bool() const {
     expect(kind::boolean, "a boolean");
-    return bool_;
+    return flag_;
   }
   /// \brief The exact integer; throws unless is_int() (so 1.5 and 1e30 are rejected).
   std::int64_t as_int() const {
     expect(kind::number, "an integer");
-    MUNINN_CHECK(is_int_, "expected an integer but found the number ", num_);
-    return int_;
+    MUNINN_CHECK(flag_, "expected an integer but found the number ", u_.num);
+    return u_.i;
   }
   /// \brief The number as double; throws unless is_number().
   double as_double() const {
     expect(kind::number, "a number");
-    return num_;
+    return flag_ ? static_cast<double>(u_.i) : u_.num;
   }
   /// \brief The string; throws unless is_string().
   const std::string& as_string() const {
     expect(kind::string, "a string");
-    return str_;
+    static const std::string empty;
+    return u_.str ? *u_.str : empty;
   }
   /// \brief The elements; throws unless is_array().
-  const array_t& as_array() const {
+  view<json> as_array() const {
     expect(kind::array, "an array");
-    return arr_;
+    return {u_.items, count_};
   }
   /// \brief The (key, value) pairs in file order; throws unless is_object().
-  const object_t& as_object() const {
+  view<member> as_object() const {
     expect(kind::object, "an object");
-    return obj_;
+    return {u_.members, count_};
   }
 
   /// \brief Number of elements (array) or members (object); 0 for scalars.
-  std::size_t size() const {
-    return kind_ == kind::array ? arr_.size() : kind_ == kind::object ? obj_.size() : 0;
-  }
+  std::size_t size() const { return kind_ == kind::array || kind_ == kind::object ? count_ : 0; }
   /// \brief Array element `i`; throws when out of range or not an array.
   const json& operator[](std::size_t i) const {
-    const array_t& a = as_array();
+    const view<json> a = as_array();
     MUNINN_CHECK(i < a.size(), "array index ", i, " out of range (size ", a.size(), ")");
     return a[i];
   }
@@ -161,18 +219,68 @@ class json {
   }
 
  private:
+  friend class detail::json_parser;
+
   void expect(kind k, const char* what) const {
     MUNINN_CHECK(kind_ == k, "expected ", what, " but found ", type_name());
   }
+  template <class T>
+  static T* copy_of(const T* src, std::size_t n) {
+    if (n == 0) return nullptr;
+    T* out = new T[n];
+    try {
+      std::copy(src, src + n, out);
+    } catch (...) {
+      delete[] out;
+      throw;
+    }
+    return out;
+  }
+  template <class T>
+  static T* moved_from(T* src, std::size_t n) {
+    if (n == 0) return nullptr;
+    T* out = new T[n];
+    std::move(src, src + n, out);
+    return out;
+  }
+  static std::uint32_t checked_count(std::size_t n) {
+    MUNINN_CHECK(n <= UINT32_MAX, "JSON array or object with ", n, " elements is too large");
+    return static_cast<std::uint32_t>(n);
+  }
+  // Moves n values out of `src` into a new exactly sized array owned by this (null) value.
+  void adopt_items(json* src, std::size_t n) {
+    count_ = checked_count(n);
+    u_.items = moved_from(src, n);
+    kind_ = kind::array;
+  }
+  void adopt_members(member* src, std::size_t n) {
+    count_ = checked_count(n);
+    u_.members = moved_from(src, n);
+    kind_ = kind::object;
+  }
+  void release() noexcept {
+    if (kind_ == kind::string) delete u_.str;
+    if (kind_ == kind::array) delete[] u_.items;
+    if (kind_ == kind::object) delete[] u_.members;
+  }
+  void reset_to_null() noexcept {
+    kind_ = kind::null;
+    flag_ = false;
+    count_ = 0;
+    u_.num = 0.0;
+  }
 
   kind kind_ = kind::null;
-  bool bool_ = false;
-  bool is_int_ = false;
-  std::int64_t int_ = 0;
-  double num_ = 0.0;
-  std::string str_;
-  array_t arr_;
-  object_t obj_;
+  bool flag_ = false;         // the boolean, or "number holds an exact int64"
+  std::uint32_t count_ = 0;   // array elements or object members
+  union payload {
+    double num;
+    std::int64_t i;
+    std::string* str;  // nullptr for ""
+    json* items;
+    member* members;
+  };
+  payload u_{0.0};
 };
 
 /// \brief Appends `s` to `out` as a quoted JSON string (escaping quotes, backslashes, controls),
@@ -281,43 +389,64 @@ class json_parser {
     }
   }
 
+  // Children are gathered on one stack per kind shared by every level, then moved into an
+  // exactly sized array when their container closes: no per-container growth slack survives.
   json parse_object(int depth) {
     ++pos_;  // '{'
-    json::object_t members;
-    if (consume('}')) return json::make_object(std::move(members));
-    std::vector<std::pair<std::string_view, std::size_t>> keys;  // (key, where) for duplicate detection
-    do {
-      skip_ws();
-      if (peek() != '"') error_at(pos_, "expected a string key in object");
-      const std::size_t key_pos = pos_;
-      std::string key = parse_string();
-      skip_ws();
-      if (peek() != ':') error_at(pos_, "expected ':' after object key");
-      ++pos_;
-      skip_ws();
-      json value = parse_value(depth + 1);
-      members.emplace_back(std::move(key), std::move(value));
-      keys.emplace_back(std::string_view(), key_pos);
-    } while (another_element('}', "object"));
-    // Sorting views makes duplicate detection O(n log n) for headers with thousands of tensors.
-    for (std::size_t i = 0; i < members.size(); ++i) keys[i].first = members[i].first;
-    std::sort(keys.begin(), keys.end());
-    for (std::size_t i = 1; i < keys.size(); ++i)
-      if (keys[i].first == keys[i - 1].first)
-        error_at(std::max(keys[i].second, keys[i - 1].second),
-                 "duplicate key \"" + std::string(keys[i].first) + "\" in object");
-    return json::make_object(std::move(members));
+    const std::size_t base = members_.size();
+    if (!consume('}')) {
+      do {
+        skip_ws();
+        if (peek() != '"') error_at(pos_, "expected a string key in object");
+        const std::size_t key_pos = pos_;
+        std::string key = parse_string();
+        skip_ws();
+        if (peek() != ':') error_at(pos_, "expected ':' after object key");
+        ++pos_;
+        skip_ws();
+        json value = parse_value(depth + 1);
+        members_.emplace_back(std::move(key), std::move(value));
+        key_pos_.push_back(key_pos);
+      } while (another_element('}', "object"));
+    }
+    check_unique_keys(base);
+    json out;
+    out.adopt_members(members_.data() + base, members_.size() - base);
+    members_.erase(members_.begin() + std::ptrdiff_t(base), members_.end());
+    key_pos_.erase(key_pos_.begin() + std::ptrdiff_t(base), key_pos_.end());
+    return out;
+  }
+
+  // Sorting indices makes duplicate detection O(n log n) for headers with thousands of tensors,
+  // at 4 bytes per member.
+  void check_unique_keys(std::size_t base) {
+    const std::size_t n = members_.size() - base;
+    if (n < 2) return;
+    std::vector<std::uint32_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+    const json::member* m = members_.data() + base;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return m[a].first != m[b].first ? m[a].first < m[b].first : a < b;
+    });
+    for (std::size_t i = 1; i < n; ++i)
+      if (m[order[i]].first == m[order[i - 1]].first)
+        error_at(key_pos_[base + order[i]], "duplicate key \"" + m[order[i]].first + "\" in object");
   }
 
   json parse_array(int depth) {
     ++pos_;  // '['
-    json::array_t items;
-    if (consume(']')) return json::make_array(std::move(items));
-    do {
-      skip_ws();
-      items.push_back(parse_value(depth + 1));
-    } while (another_element(']', "array"));
-    return json::make_array(std::move(items));
+    const std::size_t base = items_.size();
+    if (!consume(']')) {
+      do {
+        skip_ws();
+        json v = parse_value(depth + 1);  // may grow items_ itself; push afterwards
+        items_.push_back(std::move(v));
+      } while (another_element(']', "array"));
+    }
+    json out;
+    out.adopt_items(items_.data() + base, items_.size() - base);
+    items_.erase(items_.begin() + std::ptrdiff_t(base), items_.end());
+    return out;
   }
 
   unsigned parse_hex4() {
@@ -356,9 +485,18 @@ class json_parser {
     return 0;
   }
 
+  // Bytes up to the closing quote, escapes included: the decoded string is never longer, so one
+  // reservation makes it exactly as large as needed at most.
+  std::size_t raw_string_length() const {
+    std::size_t i = pos_;
+    while (i < s_.size() && s_[i] != '"') i += s_[i] == '\\' ? 2 : 1;
+    return std::min(i, s_.size()) - pos_;
+  }
+
   std::string parse_string() {
     ++pos_;  // opening quote
     std::string out;
+    out.reserve(raw_string_length());
     for (;;) {
       if (pos_ >= s_.size()) error_at(pos_, "unterminated string");
       const char c = s_[pos_];
@@ -411,6 +549,32 @@ class json_parser {
     }
   }
 
+  // floor(log10(|x|)) of a grammar-checked nonzero number, roughly (exponent saturated at
+  // +-10^9): only its sign is used, to tell overflow from underflow.
+  static long long decimal_magnitude(const char* p, const char* last) {
+    if (*p == '-') ++p;
+    long long int_digits = 0, lead = -1, pos = 0;  // lead: first nonzero digit's index among all digits
+    bool in_fraction = false;
+    for (; p != last && *p != 'e' && *p != 'E'; ++p) {
+      if (*p == '.') {
+        in_fraction = true;
+        continue;
+      }
+      if (!in_fraction) ++int_digits;
+      if (lead < 0 && *p != '0') lead = pos;
+      ++pos;
+    }
+    long long exp = 0;
+    if (p != last) {
+      ++p;
+      const bool neg = *p == '-';
+      if (*p == '-' || *p == '+') ++p;
+      for (; p != last; ++p) exp = std::min(exp * 10 + (*p - '0'), 1000000000LL);
+      if (neg) exp = -exp;
+    }
+    return int_digits - lead - 1 + exp;
+  }
+
   json parse_number() {
     const std::size_t start = pos_;
     bool integral = true;
@@ -442,8 +606,14 @@ class json_parser {
     // unlike strtod it ignores the C locale's decimal separator.
     double d = 0.0;
     const auto rd = std::from_chars(first, last, d);
-    if (rd.ec == std::errc::result_out_of_range) error_at(start, "number out of the range of double");
-    if (rd.ec != std::errc() || rd.ptr != last) error_at(start, "malformed number");
+    if (rd.ec == std::errc::result_out_of_range) {
+      // Too small for a double is still a valid number: it becomes (signed) zero, as in Python's
+      // json; the caller's range check on the field decides. Too large has no such answer.
+      if (decimal_magnitude(first, last) >= 0) error_at(start, "number out of the range of double");
+      return json::make_number(*first == '-' ? -0.0 : 0.0, false, 0);  // not the integer 0: 1e-400 is not integral
+    } else if (rd.ec != std::errc() || rd.ptr != last) {
+      error_at(start, "malformed number");
+    }
     if (integral) {
       std::int64_t i = 0;
       const auto ri = std::from_chars(first, last, i);
@@ -458,6 +628,9 @@ class json_parser {
   std::string_view s_;
   const std::string& src_;
   std::size_t pos_ = 0;
+  std::vector<json> items_;             // elements of the arrays being parsed, innermost last
+  std::vector<json::member> members_;   // members of the objects being parsed, innermost last
+  std::vector<std::size_t> key_pos_;    // where each member's key starts, for error messages
 };
 
 }  // namespace detail
@@ -474,6 +647,18 @@ inline json parse_json(std::string_view text, const std::string& source_name) {
 inline std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open '", path, "': ", std::strerror(errno));
+  std::string text;
+  if (in.seekg(0, std::ios::end)) {  // a regular file: read it once into a buffer of its size
+    const std::streamoff n = in.tellg();
+    in.seekg(0, std::ios::beg);
+    if (n > 0) {
+      text.resize(std::size_t(n));
+      in.read(text.data(), n);
+      if (in.gcount() != n) fail("error reading '", path, "'");
+    }
+    return text;
+  }
+  in.clear();  // a pipe or similar: no size to ask for
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) fail("error reading '", path, "'");
@@ -481,6 +666,11 @@ inline std::string read_text_file(const std::string& path) {
 }
 
 /// \brief Reads and parses a JSON file; parse errors name the path, line and column.
-inline json read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+///
+/// Parses straight from a read-only mapping of the file, so the text is never copied.
+inline json read_json_file(const std::string& path) {
+  const mapped_file f(path);
+  return parse_json(f.view(), path);
+}
 
 }  // namespace muninn::io

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/io/checked.hpp"
 #include "muninn/io/mapped_file.hpp"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -26,12 +27,8 @@ struct npy_array {
   std::vector<std::int64_t> shape;  ///< extents (empty for a 0-d array)
   std::vector<T> data;              ///< row-major values
 
-  /// \brief Number of elements (1 for a 0-d array).
-  std::int64_t numel() const {
-    std::int64_t n = 1;
-    for (auto d : shape) n *= d;
-    return n;
-  }
+  /// \brief Number of elements (1 for a 0-d array); a zero extent anywhere makes it 0.
+  std::int64_t numel() const { return checked::numel(shape); }
 };
 
 namespace detail {
@@ -204,15 +201,23 @@ inline npy_header_info parse_npy_header(const mapped_file& f) {
   return info;
 }
 
+inline std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
 template <class T, class Stored>
 npy_array<T> read_npy_as(const mapped_file& f, const npy_header_info& h) {
   npy_array<T> out;
   out.shape = h.shape;
-  std::uint64_t n = 1;
-  for (auto d : h.shape)
-    if (__builtin_mul_overflow(n, std::uint64_t(d), &n)) fail(f.path(), ": .npy shape overflows");
+  // Checked in int64, the type numel() and every caller use: a product between 2^63 and 2^64 would
+  // pass an unsigned check and then overflow there.
+  const std::int64_t bytes = checked::nbytes(h.shape, std::int64_t(sizeof(Stored)));
+  if (bytes < 0) fail(f.path(), ": .npy shape ", shape_text(h.shape), " overflows 64 bits");
+  const std::uint64_t n = std::uint64_t(bytes) / sizeof(Stored);
   const std::uint64_t have = f.size() - h.data_offset;
-  if (n > have / sizeof(Stored) || have != n * sizeof(Stored))
+  if (have != std::uint64_t(bytes))
     fail(f.path(), ": .npy data is ", have, " bytes but shape and dtype '", h.descr, "' need ", n, " x ",
          sizeof(Stored), " bytes");
   out.data.resize(std::size_t(n));

@@ -23,6 +23,7 @@
 
 #include "muninn/core/dtype.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/io/checked.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/mapped_file.hpp"
 #include "muninn/io/torch_file.hpp"
@@ -49,12 +50,10 @@ struct tensor_info {
   std::size_t nbytes = 0;           ///< numel() * dtype_size(type)
   std::string file;                 ///< path of the file holding it, for error messages
 
-  /// \brief Number of elements (1 for a scalar).
-  std::int64_t numel() const {
-    std::int64_t n = 1;
-    for (auto d : shape) n *= d;
-    return n;
-  }
+  /// \brief Number of elements (1 for a scalar); a zero extent anywhere makes it 0.
+  ///
+  /// safetensors_file checked at open that it fits int64 (it is at most the file's size).
+  std::int64_t numel() const { return checked::numel(shape); }
 };
 
 namespace detail {
@@ -79,13 +78,60 @@ inline std::uint64_t header_uint(const json& v, const std::string& file, const s
   fail(file, ": tensor '", tensor, "': \"", field, "\" must hold non-negative integers, found a ", v.type_name());
 }
 
+// A weight_map entry must name a file below the index's directory: no absolute path, no "..".
+inline void check_relative_shard(const std::string& index_path, const std::string& tensor, const std::string& shard) {
+  namespace fs = std::filesystem;
+  const fs::path p(shard);
+  bool up = false;
+  for (const auto& part : p) up |= part == "..";
+  if (p.is_absolute() || p.has_root_name() || p.has_root_directory() || up)
+    fail(index_path, ": weight_map entry for tensor '", tensor, "' names shard '", shard,
+         "', which is outside the checkpoint directory (absolute paths and '..' are not allowed)");
+}
+
+// True when `p` equals `root` or lies below it; both already canonical.
+inline bool path_within(const std::filesystem::path& p, const std::filesystem::path& root) {
+  auto q = p.begin();
+  for (const auto& part : root) {
+    if (part.empty()) continue;  // a trailing separator
+    if (q == p.end() || *q != part) return false;
+    ++q;
+  }
+  return true;
+}
+
+// A shard that resolves (through symlinks) outside the checkpoint is refused. Two roots count as
+// inside: the index's directory as named, and the directory the index itself resolves to — the
+// Hugging Face cache keeps snapshot files as symlinks into a sibling blobs/ directory, where the
+// shards and the index both resolve.
+inline void check_contained(const std::string& index_path, const std::string& tensor, const std::string& shard,
+                            const std::string& shard_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path resolved = fs::weakly_canonical(shard_path, ec);
+  if (ec) return;  // cannot resolve: opening it fails next with the system's reason
+  std::error_code ec_named, ec_real;
+  const fs::path named = fs::weakly_canonical(fs::absolute(index_path).parent_path(), ec_named);
+  const fs::path real = fs::weakly_canonical(index_path, ec_real).parent_path();
+  // A root that failed to resolve must not count: an empty path would contain everything.
+  const auto inside = [&](const fs::path& root, const std::error_code& e) {
+    return !e && root.has_root_directory() && path_within(resolved, root);
+  };
+  if (inside(named, ec_named) || inside(real, ec_real)) return;
+  fail(index_path, ": weight_map entry for tensor '", tensor, "' names shard '", shard, "', which resolves to '",
+       resolved.string(), "', outside the checkpoint directory");
+}
+
 }  // namespace detail
 
 /// \brief One memory-mapped safetensors file with its validated header.
 ///
-/// Opening checks everything a reader relies on: header length within the file, header is a JSON
-/// object, every tensor has a supported dtype, non-negative shape, offsets inside the data section
-/// and exactly numel × dtype-size bytes. After that, tensor_info::data can be read without checks.
+/// Opening checks everything a reader relies on: header length within the file and within the
+/// format's 100 MB cap, header is a JSON object (duplicate names are a parse error), every tensor
+/// has a supported dtype, non-negative shape whose byte size fits int64, offsets inside the data
+/// section and exactly numel × dtype-size bytes, and — as the format requires — the tensors' byte
+/// ranges tile the data section: no overlap, no gap, nothing after the last one. After that,
+/// tensor_info::data can be read without checks.
 class safetensors_file {
  public:
   /// \brief Maps and validates `path`; throws muninn::error naming the file (and tensor) on any defect.
@@ -94,6 +140,9 @@ class safetensors_file {
     if (size < 8)
       fail(path, ": file is ", size, " bytes, too short for a safetensors header (8-byte length + JSON)");
     const std::uint64_t header_len = detail::read_u64_le(map_.data());
+    if (header_len > load_limits::max_safetensors_header)
+      fail(path, ": safetensors header length ", header_len, " exceeds the format's limit of ",
+           load_limits::max_safetensors_header, " bytes");
     if (header_len > size - 8)
       fail(path, ": safetensors header length ", header_len, " exceeds the ", size - 8,
            " bytes that follow it (truncated file or not a safetensors file)");
@@ -105,6 +154,8 @@ class safetensors_file {
     const std::uint8_t* data_begin = map_.data() + data_offset_;
     const std::uint64_t data_size = size - data_offset_;
     tensors_.reserve(root.size());
+    std::vector<byte_range> ranges;
+    ranges.reserve(root.size());
     for (const auto& [name, entry] : root.as_object()) {
       if (name == "__metadata__") continue;  // free-form strings; nothing Muninn needs
       if (!entry.is_object()) fail(path, ": tensor '", name, "': header entry must be an object, found ", entry.type_name());
@@ -123,16 +174,12 @@ class safetensors_file {
       t.type = *type;
       t.file = path;
       if (!js->is_array()) fail(path, ": tensor '", name, "': \"shape\" must be an array");
-      std::uint64_t numel = 1;
-      bool overflow = false;
-      for (const json& d : js->as_array()) {
-        const std::uint64_t v = detail::header_uint(d, path, name, "shape");
-        t.shape.push_back(std::int64_t(v));
-        overflow |= __builtin_mul_overflow(numel, v, &numel);
-      }
-      std::uint64_t nbytes = 0;
-      overflow |= __builtin_mul_overflow(numel, std::uint64_t(dtype_size(t.type)), &nbytes);
-      if (overflow) fail(path, ": tensor '", name, "': shape ", shape_string(t.shape), " overflows 64 bits");
+      for (const json& d : js->as_array())
+        t.shape.push_back(std::int64_t(detail::header_uint(d, path, name, "shape")));  // header_uint: <= INT64_MAX
+      const std::int64_t signed_nbytes = checked::nbytes(t.shape, std::int64_t(dtype_size(t.type)));
+      if (signed_nbytes < 0)
+        fail(path, ": tensor '", name, "': shape ", shape_string(t.shape), " overflows 64 bits");
+      const auto nbytes = std::uint64_t(signed_nbytes);
 
       if (!jo->is_array() || jo->size() != 2)
         fail(path, ": tensor '", name, "': \"data_offsets\" must be an array [begin, end]");
@@ -147,9 +194,11 @@ class safetensors_file {
              jt->as_string(), " ", shape_string(t.shape), " needs ", nbytes);
       t.data = data_begin + begin;
       t.nbytes = std::size_t(nbytes);
+      ranges.push_back({begin, end, tensors_.size()});
       index_.emplace(t.name, tensors_.size());
       tensors_.push_back(std::move(t));
     }
+    check_tiling(ranges, data_size);
   }
 
   /// \brief The path this file was opened from.
@@ -165,6 +214,35 @@ class safetensors_file {
   std::size_t data_offset() const { return data_offset_; }
 
  private:
+  struct byte_range {
+    std::uint64_t begin, end;
+    std::size_t tensor;
+  };
+
+  // The format requires the tensors to tile the data section: sorted by offset, each begins where
+  // the previous ends, the first at 0 and the last at the section's end. Overlaps would let two
+  // tensors alias, gaps and trailing bytes hide data no reader checks.
+  void check_tiling(std::vector<byte_range>& ranges, std::uint64_t data_size) const {
+    std::sort(ranges.begin(), ranges.end(),
+              [](const byte_range& a, const byte_range& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+    std::uint64_t at = 0;
+    const byte_range* prev = nullptr;
+    const auto describe = [&](const byte_range& r) {
+      return "tensor '" + tensors_[r.tensor].name + "' [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ")";
+    };
+    for (const byte_range& r : ranges) {
+      if (r.begin < at) fail(path(), ": ", describe(r), " overlaps ", describe(*prev));
+      if (r.begin > at)
+        fail(path(), ": ", describe(r), " leaves bytes [", at, ", ", r.begin, ") of the data section unused",
+             prev ? " after " + describe(*prev) : std::string());
+      at = r.end;
+      prev = &r;
+    }
+    if (at != data_size)
+      fail(path(), ": data section holds ", data_size, " bytes but the tensors cover only ", at,
+           " (bytes after the last tensor)");
+  }
+
   mapped_file map_;
   std::size_t data_offset_ = 0;
   std::vector<tensor_info> tensors_;
@@ -345,17 +423,18 @@ class checkpoint {
 
     std::unordered_map<std::string, std::string> shard_of;  // tensor -> shard file name
     std::vector<std::pair<std::string, std::string>> shards;  // (shard, first tensor), first-seen order
+    std::unordered_map<std::string, std::size_t> shard_index;
     for (const auto& [name, file] : wm->as_object()) {
       if (!file.is_string() || file.as_string().empty())
         fail(index_path, ": weight_map entry for tensor '", name, "' must be a shard file name");
+      detail::check_relative_shard(index_path, name, file.as_string());
       shard_of.emplace(name, file.as_string());
-      bool seen = false;
-      for (const auto& s : shards) seen |= s.first == file.as_string();
-      if (!seen) shards.emplace_back(file.as_string(), name);
+      if (shard_index.emplace(file.as_string(), shards.size()).second) shards.emplace_back(file.as_string(), name);
     }
 
     for (const auto& [shard, first_tensor] : shards) {
       const std::string shard_path = (dir / shard).string();
+      detail::check_contained(index_path, first_tensor, shard, shard_path);
       std::optional<safetensors_file> f;
       try {
         f.emplace(shard_path);
@@ -414,11 +493,11 @@ inline void write_safetensors(const std::string& path,
   for (const auto& [name, t] : tensors) {
     if (name.empty() || name == "__metadata__") fail(path, ": invalid tensor name '", name, "'");
     if (seen[name]++) fail(path, ": tensor '", name, "' given twice");
-    std::uint64_t numel = 1;
-    for (auto d : t.shape) {
+    for (auto d : t.shape)
       if (d < 0) fail(path, ": tensor '", name, "': negative extent in shape ", shape_string(t.shape));
-      numel *= std::uint64_t(d);
-    }
+    const std::int64_t n = checked::numel(t.shape);  // a wrapped product could equal values.size()
+    if (n < 0) fail(path, ": tensor '", name, "': shape ", shape_string(t.shape), " overflows 64 bits");
+    const auto numel = std::uint64_t(n);
     if (numel != t.values.size())
       fail(path, ": tensor '", name, "': shape ", shape_string(t.shape), " has ", numel, " elements but ",
            t.values.size(), " values were given");

@@ -34,24 +34,25 @@ inline json llama_rope_view(const json& root, const std::string& path) {
 }
 
 // A scaling parameter the rope type needs, from either spelling; absent is an error naming both.
-inline double llama_rope_number(const config_fields& f, const std::string& key, const std::string& type,
+inline float llama_rope_number(const config_fields& f, const std::string& key, const std::string& type,
                                 const std::string& path) {
   const std::string a = "rope_scaling." + key, b = "rope_parameters." + key;
-  const double v = f.number({a.c_str(), b.c_str()}, std::numeric_limits<double>::quiet_NaN(), true);
+  const float v = f.number({a.c_str(), b.c_str()}, std::numeric_limits<float>::quiet_NaN(), true);
   if (std::isnan(v))
     fail(path, ": rope type \"", type, "\" needs field '", a, "' (or '", b, "'), which is missing");
   return v;
 }
 
 inline void read_llama3_rope(const config_fields& f, const std::string& path, model_config& c) {
-  c.rope_factor = float(llama_rope_number(f, "factor", "llama3", path));
-  c.rope_low_freq_factor = float(llama_rope_number(f, "low_freq_factor", "llama3", path));
-  c.rope_high_freq_factor = float(llama_rope_number(f, "high_freq_factor", "llama3", path));
+  c.rope_factor = llama_rope_number(f, "factor", "llama3", path);
+  c.rope_low_freq_factor = llama_rope_number(f, "low_freq_factor", "llama3", path);
+  c.rope_high_freq_factor = llama_rope_number(f, "high_freq_factor", "llama3", path);
   if (!(c.rope_high_freq_factor > c.rope_low_freq_factor))  // the smoothing divides by their difference
     fail(path, ": rope type \"llama3\" needs high_freq_factor > low_freq_factor, found ", c.rope_high_freq_factor,
          " and ", c.rope_low_freq_factor);
   c.rope_original_max_position = f.integer(
-      {"rope_scaling.original_max_position_embeddings", "rope_parameters.original_max_position_embeddings"}, 1, 0);
+      {"rope_scaling.original_max_position_embeddings", "rope_parameters.original_max_position_embeddings"}, 1,
+      load_limits::max_positions, 0);
   if (c.rope_original_max_position == 0)
     fail(path, ": rope type \"llama3\" needs field 'rope_scaling.original_max_position_embeddings' (or "
                "'rope_parameters.original_max_position_embeddings'), which is missing");
@@ -61,14 +62,14 @@ inline void read_llama3_rope(const config_fields& f, const std::string& path, mo
 inline void read_llama_rope(const json& root, const std::string& path, model_config& c) {
   const json view = llama_rope_view(root, path);
   const config_fields f(view, path);
-  c.rope_base = float(f.number({"rope_theta", "rope_parameters.rope_theta"}, 10000.0, true));
+  c.rope_base = f.number({"rope_theta", "rope_parameters.rope_theta"}, 10000.0f, true);
   const char* type_field = nullptr;
   const json* t = f.find(
       {"rope_scaling.rope_type", "rope_scaling.type", "rope_parameters.rope_type", "rope_parameters.type"}, type_field);
   if (t && !t->is_string()) fail(path, ": field '", type_field, "' must be a string, found ", t->type_name());
   c.rope_type = t ? t->as_string() : "default";
   if (c.rope_type == "linear") {
-    c.rope_factor = float(llama_rope_number(f, "factor", "linear", path));
+    c.rope_factor = llama_rope_number(f, "factor", "linear", path);
   } else if (c.rope_type == "llama3") {
     read_llama3_rope(f, path, c);
   } else if (c.rope_type != "default") {
@@ -80,23 +81,27 @@ inline void read_llama_rope(const json& root, const std::string& path, model_con
 // Sizes, named as LlamaConfig names them; defaults are LlamaConfig's where transformers has one
 // that released configs may omit, the structural sizes are required.
 inline void read_llama_sizes(const config_fields& f, const std::string& path, model_config& c) {
-  c.n_embd = f.integer({"hidden_size"}, 1);
-  c.intermediate_size = f.integer({"intermediate_size"}, 1);
-  c.vocab_size = f.integer({"vocab_size"}, 1);
-  c.n_layers_in_prelude = f.integer({"num_hidden_layers"}, 1);
-  c.block_size = f.integer({"max_position_embeddings"}, 1, 2048);
-  c.norm_eps = float(f.number({"rms_norm_eps"}, 1e-6, true));
-  c.n_heads = f.integer({"num_attention_heads"}, 1);
-  c.n_kv_heads = f.integer({"num_key_value_heads"}, 1, c.n_heads);
+  using L = load_limits;
+  c.n_embd = f.integer({"hidden_size"}, 1, L::max_width);
+  c.intermediate_size = f.integer({"intermediate_size"}, 1, L::max_width);
+  c.vocab_size = f.integer({"vocab_size"}, 1, L::max_vocab);
+  c.n_layers_in_prelude = f.integer({"num_hidden_layers"}, 1, L::max_layers);
+  c.block_size = f.integer({"max_position_embeddings"}, 1, L::max_positions, 2048);
+  c.norm_eps = f.number({"rms_norm_eps"}, 1e-6f, true);
+  c.n_heads = f.integer({"num_attention_heads"}, 1, L::max_heads);
+  c.n_kv_heads = f.integer({"num_key_value_heads"}, 1, L::max_heads, c.n_heads);
   if (c.n_heads % c.n_kv_heads != 0)
     fail(path, ": field 'num_attention_heads' = ", c.n_heads, " is not a multiple of 'num_key_value_heads' = ",
          c.n_kv_heads);
   // LlamaConfig's default is hidden_size // num_attention_heads (floor); head_dim may differ from it.
-  c.head_dim = f.integer({"head_dim"}, 1, c.n_embd / c.n_heads);
+  c.head_dim = f.integer({"head_dim"}, 1, L::max_head_dim, c.n_embd / c.n_heads);
   if (c.head_dim == 0)
     fail(path, ": hidden_size = ", c.n_embd, " / num_attention_heads = ", c.n_heads,
          " gives head_dim 0 (give field 'head_dim' explicitly)");
+  if (c.head_dim > L::max_head_dim)
+    fail(path, ": head_dim = ", c.head_dim, " exceeds Muninn's limit of ", L::max_head_dim);
   if (c.head_dim % 2 != 0) fail(path, ": head_dim = ", c.head_dim, " must be even (RoPE rotates pairs)");
+  check_rope_table(c, path);
 }
 
 // Fields whose other values would change the computation in ways Muninn does not implement.
@@ -106,7 +111,7 @@ inline void check_llama_supported(const config_fields& f, const std::string& pat
   const std::string act = f.string({"hidden_act"}, "silu");
   if (act != "silu")
     fail(path, ": field 'hidden_act' is \"", act, "\"; family llama supports only \"silu\" (SwiGLU MLP)");
-  const std::int64_t tp = f.integer({"pretraining_tp"}, 1, 1);
+  const std::int64_t tp = f.integer({"pretraining_tp"}, 1, std::numeric_limits<std::int64_t>::max(), 1);
   if (tp > 1)
     fail(path, ": field 'pretraining_tp' = ", tp,
          " is unsupported (the sliced projections of pretraining_tp > 1 are not implemented; 1 gives the same "

@@ -1,0 +1,135 @@
+#pragma once
+// The loaders fuzzed by tests/fuzz: each target takes raw bytes, feeds them to one reader, and
+// returns normally whether the reader accepts the bytes or rejects them with muninn::error. Any
+// other exception, a crash or a sanitizer report is a bug. Shared by the libFuzzer entry points
+// (libfuzzer_main.cpp) and the corpus replay test (replay.cpp).
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "muninn/core/error.hpp"
+#include "muninn/families/llama/config.hpp"
+#include "muninn/families/llama/names.hpp"
+#include "muninn/io/config_json.hpp"
+#include "muninn/io/huginn_names.hpp"
+#include "muninn/io/json.hpp"
+#include "muninn/io/npy.hpp"
+#include "muninn/io/safetensors.hpp"
+
+namespace muninn_fuzz {
+
+namespace fs = std::filesystem;
+
+// A per-process scratch directory: the file readers need real files.
+inline const fs::path& scratch() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("muninn_fuzz_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+inline void write_file(const fs::path& p, const std::uint8_t* data, std::size_t size) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+}
+
+inline std::string_view text(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// Runs `f`, swallowing the muninn::error a malformed input must produce; returns its message
+// ("" when the input was accepted).
+template <class F>
+std::string run(F&& f) {
+  try {
+    f();
+  } catch (const muninn::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline std::string json(const std::uint8_t* data, std::size_t size) {
+  return run([&] { muninn::io::parse_json(text(data, size), "fuzz.json"); });
+}
+
+inline std::string safetensors(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "fuzz.safetensors";
+  write_file(p, data, size);
+  return run([&] {
+    const muninn::io::checkpoint c = muninn::io::checkpoint::open(p.string());
+    for (const auto& t : c.tensors()) (void)c.read_f32(t.name);  // every accepted byte range must be readable
+  });
+}
+
+inline std::string npy(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "fuzz.npy";
+  write_file(p, data, size);
+  // Both readers run; an input counts as accepted when the reader for its dtype accepts it.
+  const std::string a = run([&] { (void)muninn::io::read_npy_f32(p.string()); });
+  const std::string b = run([&] { (void)muninn::io::read_npy_i64(p.string()); });
+  return a.find("(expected '<f4')") != std::string::npos ? b : a;
+}
+
+inline std::string huginn_config(const std::uint8_t* data, std::size_t size) {
+  return run([&] {
+    const auto cfg = muninn::io::model_config_from_json(muninn::io::parse_json(text(data, size), "config.json"),
+                                                        "config.json");
+    (void)muninn::io::huginn_tensor_specs(cfg);  // the name map a config sizes
+  });
+}
+
+inline std::string llama_config(const std::uint8_t* data, std::size_t size) {
+  return run([&] {
+    const auto cfg = muninn::io::llama_config_from_json(muninn::io::parse_json(text(data, size), "config.json"),
+                                                        "config.json");
+    (void)muninn::io::llama_tensor_specs(cfg);
+  });
+}
+
+// An index over two fixed shards in its own directory (x, y in shard 1; z in shard 2), plus a
+// file outside it that a hostile index might name.
+inline std::string shard_index(const std::uint8_t* data, std::size_t size) {
+  static const fs::path dir = [] {
+    const fs::path d = scratch() / "ckpt";
+    fs::create_directories(d);
+    using muninn::io::tensor_to_write;
+    muninn::io::write_safetensors((d / "model-00001-of-00002.safetensors").string(),
+                                  {{"x", tensor_to_write{{2}, {1, 2}}}, {"y", tensor_to_write{{1}, {3}}}});
+    muninn::io::write_safetensors((d / "model-00002-of-00002.safetensors").string(), {{"z", tensor_to_write{{1}, {4}}}});
+    muninn::io::write_safetensors((scratch() / "outside.safetensors").string(), {{"z", tensor_to_write{{1}, {5}}}});
+    return d;
+  }();
+  const fs::path p = dir / "model.safetensors.index.json";
+  write_file(p, data, size);
+  return run([&] {
+    const muninn::io::checkpoint c = muninn::io::checkpoint::open(dir.string());
+    const std::string root = fs::canonical(dir).string() + "/";
+    for (const auto& t : c.tensors())
+      if (fs::weakly_canonical(t.file).string().rfind(root, 0) != 0)
+        throw std::logic_error("loaded a shard outside the checkpoint: " + t.file);
+  });
+}
+
+// Every target by name, for the replay driver and tools/fuzz.sh.
+using target_fn = std::string (*)(const std::uint8_t*, std::size_t);
+struct target {
+  const char* name;
+  target_fn fn;
+};
+inline constexpr target targets[] = {{"json", json},
+                                     {"safetensors", safetensors},
+                                     {"npy", npy},
+                                     {"huginn_config", huginn_config},
+                                     {"llama_config", llama_config},
+                                     {"shard_index", shard_index}};
+
+}  // namespace muninn_fuzz

@@ -1,0 +1,8 @@
+// libFuzzer entry point for one target of fuzz_targets.hpp, chosen at compile time by
+// MUNINN_FUZZ_TARGET (json, safetensors, npy, huginn_config, llama_config, shard_index).
+#include "fuzz_targets.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  (void)muninn_fuzz::MUNINN_FUZZ_TARGET(data, size);
+  return 0;
+}
