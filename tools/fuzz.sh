@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(json safetensors npy huginn_config llama_config shard_index)
+[ ${#targets[@]} -gt 0 ] || targets=(json safetensors npy huginn_config llama_config shard_index torch mor_config mor_yaml)
 command -v clang++ >/dev/null || { echo "tools/fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 2; }
 
 cmake -S . -B build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUNINN_FUZZ=ON \

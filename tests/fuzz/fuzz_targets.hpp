@@ -16,6 +16,10 @@
 #include "muninn/core/error.hpp"
 #include "muninn/families/llama/config.hpp"
 #include "muninn/families/llama/names.hpp"
+#include "muninn/families/mor/config.hpp"
+#include "muninn/families/mor/names.hpp"
+#include "muninn/io/mor_yaml.hpp"
+#include "muninn/io/torch_file.hpp"
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/huginn_names.hpp"
 #include "muninn/io/json.hpp"
@@ -119,6 +123,35 @@ inline std::string shard_index(const std::uint8_t* data, std::size_t size) {
   });
 }
 
+// A torch.save file (zip + restricted unpickler): every accepted tensor's bytes must be readable.
+inline std::string torch(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "fuzz_torch.bin";
+  write_file(p, data, size);
+  return run([&] {
+    const muninn::io::torch_file f(p.string());
+    std::size_t sum = 0;
+    for (const auto& t : f.tensors())
+      for (std::size_t i = 0; i < t.nbytes; ++i) sum += static_cast<const unsigned char*>(t.data)[i];
+    (void)sum;
+  });
+}
+
+// A Mixture-of-Recursions config.json: the Llama fields, the mor block and the name map they size.
+inline std::string mor_config(const std::uint8_t* data, std::size_t size) {
+  return run([&] {
+    const auto cfg = muninn::io::mor_config_from_json(muninn::io::parse_json(text(data, size), "config.json"),
+                                                      "config.json");
+    (void)muninn::io::mor_tensor_specs(cfg);
+  });
+}
+
+// A Hydra YAML holding MoR settings (yaml-cpp errors must come back as muninn::error).
+inline std::string mor_yaml(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "fuzz_mor.yaml";
+  write_file(p, data, size);
+  return run([&] { (void)muninn::io::mor_settings_from_yaml(p.string()); });
+}
+
 // Every target by name, for the replay driver and tools/fuzz.sh.
 using target_fn = std::string (*)(const std::uint8_t*, std::size_t);
 struct target {
@@ -130,6 +163,9 @@ inline constexpr target targets[] = {{"json", json},
                                      {"npy", npy},
                                      {"huginn_config", huginn_config},
                                      {"llama_config", llama_config},
-                                     {"shard_index", shard_index}};
+                                     {"shard_index", shard_index},
+                                     {"torch", torch},
+                                     {"mor_config", mor_config},
+                                     {"mor_yaml", mor_yaml}};
 
 }  // namespace muninn_fuzz

@@ -5,6 +5,7 @@
 /// fields, so the run's YAML is where its recursion and routing settings live.
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,16 +19,35 @@
 namespace muninn::io {
 namespace detail {
 
-// The node at a dotted path, or an undefined node.
+// The node at a dotted path, or an undefined node. Read through a const node and rebound with
+// reset(): assigning a yaml-cpp Node writes into the node it refers to, and a deep copy of the
+// document would expand its aliases.
 inline YAML::Node yaml_at(const YAML::Node& root, const std::string& dotted) {
-  YAML::Node n = YAML::Clone(root);
+  YAML::Node n;
+  n.reset(root);
   std::stringstream ss(dotted);
   for (std::string key; std::getline(ss, key, '.');) {
     if (!n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-    n = n[key];
-    if (!n.IsDefined()) return n;
+    const YAML::Node& m = n;
+    const YAML::Node child = m[key];
+    if (!child.IsDefined()) return child;
+    n.reset(child);
   }
   return n;
+}
+
+// The parser recurses per level of flow nesting: cap it (and the size; a config is a few KB)
+// before yaml-cpp sees the text.
+inline void check_yaml_shape(const std::string& text, const std::string& path) {
+  constexpr std::size_t max_bytes = 1 << 20;
+  constexpr int max_depth = 64;
+  MUNINN_CHECK(text.size() <= max_bytes, path, ": a YAML config of ", text.size(), " bytes (at most ", max_bytes,
+               " are read)");
+  int depth = 0;
+  for (char c : text) {
+    depth += (c == '[' || c == '{') - (c == ']' || c == '}');
+    MUNINN_CHECK(depth <= max_depth, path, ": YAML nested more than ", max_depth, " levels deep");
+  }
 }
 
 template <class V>
@@ -71,19 +91,39 @@ inline std::vector<double> yaml_capacity(const YAML::Node& root, const std::stri
 
 }  // namespace detail
 
+namespace detail {
+inline mor_settings mor_settings_of(const YAML::Node& root, const std::string& path);
+}  // namespace detail
+
 /// \brief Reads `recursive.{enable, num_recursion, sharing}`, `mor.{enable, type, capacity,
 /// router_type, temp}`, `mor.expert.{router_func, alpha}` or `mor.token.{router_func, alpha,
 /// balancing}` and `kv_sharing.enable` from a Hydra YAML file.
 /// \throws muninn::error naming the file and field for a missing, disabled or ill-typed setting
 inline mor_settings mor_settings_from_yaml(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read YAML config '", path, "'");
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  MUNINN_CHECK(size >= 0 && size <= (1 << 20), path, ": a YAML config of ", size, " bytes (at most 1048576 are read)");
+  in.seekg(0);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), size);
+  detail::check_yaml_shape(text, path);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail("cannot read YAML config '", path, "'");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     fail(path, ": not valid YAML: ", e.what());
   }
+  try {
+    return detail::mor_settings_of(root, path);
+  } catch (const YAML::Exception& e) {  // a node of an unexpected kind deep inside
+    fail(path, ": unexpected YAML structure: ", e.what());
+  }
+}
+
+namespace detail {
+inline mor_settings mor_settings_of(const YAML::Node& root, const std::string& path) {
   MUNINN_CHECK(root.IsMap(), path, ": a Hydra config must be a mapping");
   MUNINN_CHECK(detail::yaml_value<bool>(root, "recursive.enable", path, false), path,
                ": field 'recursive.enable' is not true: not a recursive model");
@@ -105,9 +145,10 @@ inline mor_settings mor_settings_from_yaml(const std::string& path) {
   if (m.type == "token") m.router_bias = detail::yaml_value<std::string>(root, "mor.token.balancing", path, "loss") == "loss_free";
   if (m.type == "expert") m.capacity = detail::yaml_capacity(root, path);
   m.kv_sharing = detail::yaml_value<bool>(root, "kv_sharing.enable", path, false);
-  detail::check_mor_settings(m, path);
+  check_mor_settings(m, path);
   return m;
 }
+}  // namespace detail
 
 /// \brief The YAML that describes the checkpoint at `dir` when its config.json has no `mor`
 /// block: `mor.yaml` beside it, or the Hydra run's `.hydra/config.yaml`; empty when neither exists.
