@@ -240,6 +240,22 @@ TEST_F(MorFiles, ContradictionsAreOneClearError) {
   EXPECT_NE(msg.find("Mixture-of-Recursions"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.layers.1.block_list.0.0"), std::string::npos) << msg;
   const std::string yaml = path("bad.yaml");
+  // A router of the wrong shape, in a safetensors copy of the checkpoint: [1, 32] stored as [2, 16].
+  {
+    const io::checkpoint ck = io::checkpoint::open(mor_dir + name);
+    std::vector<std::pair<std::string, io::tensor_to_write>> out;
+    for (const auto& t : ck.tensors()) {
+      io::tensor_to_write w{t.shape, ck.read_f32(t.name)};
+      if (t.name == "model.layers.2.mor_router.router.weight") w.shape = {2, 16};
+      out.emplace_back(t.name, std::move(w));
+    }
+    const std::string dir = variant(name, [](std::string&) {});
+    std::filesystem::remove(path("pytorch_model.bin"));
+    io::write_safetensors(path("model.safetensors"), out);
+    const std::string bad = error_of([&] { model<host_backend, float, mor_expert_arch>::load(dir); });
+    EXPECT_NE(bad.find("model.layers.2.mor_router.router.weight"), std::string::npos) << bad;
+    EXPECT_NE(bad.find("[1, 32]"), std::string::npos) << bad;
+  }
   muninn_test::write_bytes(yaml, "recursive:\n  enable: true\n  num_recursion: 3\nmor:\n  enable: true\n"
                                  "  type: expert\n  capacity: '1.0,0.5,0.7'\n");
   EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("bad.yaml: field 'mor.capacity' increases"),

@@ -16,6 +16,7 @@
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/engine/kv_cache.hpp"
 #include "muninn/engine/routing.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/model/options.hpp"
