@@ -24,9 +24,9 @@ and the causal rule reproduces the scoring-mode accuracy, but the routers send t
 through ONE recursion and give the extra recursions to easy and free tokens: the task is solved
 by the shallow path (first layer, one block pass, last layer), and a second or third pass of the
 shared block, whose attention at depth r sees only the tokens selected at r, disturbs the hard
-tokens' result while it costs the easy ones nothing. With the capacity warmup the routers first
-ranked the hard tokens highest (while those were still at chance) and reversed that as soon as
-the shallow path had learned them; the other settings tried (docs/mor_demo.md) did the same.
+tokens' result while it costs the easy ones nothing. In the runs tried (docs/mor_demo.md) the share of
+hard tokens in the last recursion fell to 0 as soon as the shallow path had learned them; with
+the capacity warmup some runs first ranked the hard tokens highest while those were at chance.
 
 Capacity warmup (training only, --cap-warmup): capacities start at 1 and follow a cosine down to
 (1, 2/3, 1/3), like the reference's cap_warmup_step (which its final config leaves off).
