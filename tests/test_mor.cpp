@@ -296,3 +296,42 @@ TEST(DepthwiseBatching, EachRowAsAlone) {
     if (batch > 1) EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared calls";
   }
 }
+
+// ------------------------------------------------------------------------- the trained demo model
+
+// The shipped MoR trained by tools/reference/train_mor.py: on 200 held-out sequences Muninn makes
+// the reference's predictions and routes every token to the same depth, in both modes; and the
+// depth histogram by class is what docs/mor_demo.md reports.
+TEST(MorDemo, TrainedModelMatchesTheReferenceOnHeldOutData) {
+  const std::string dir = std::string(MUNINN_TEST_DATA) + "/../../examples/models/mor_demo";
+  const auto m = model<host_backend, float, mor_expert_arch>::load(dir);
+  const io::json held = io::read_json_file(dir + "/heldout.json");
+  const std::int64_t V = m.config().vocab_size;
+  std::int64_t hard_deep = 0, hard = 0, seqs = 0;
+  for (const auto& s : held.at("sequences").as_array()) {
+    const auto ids = ids_of(s.at("ids"));
+    for (const auto mode : {routing_mode::scoring, routing_mode::causal}) {
+      const bool scoring = mode == routing_mode::scoring;
+      run_options o;
+      o.routing = mode;
+      std::vector<std::int32_t> depth;
+      o.depths = &depth;
+      const auto lg = m.forward(ids, o);
+      std::vector<std::int32_t> pred;
+      for (std::size_t t = 0; t < ids.size(); ++t) pred.push_back(argmax_host(lg.data() + std::int64_t(t) * V, V));
+      ASSERT_EQ(pred, ids_of(s.at(scoring ? "pred_scoring" : "pred_causal"))) << "sequence " << seqs;
+      ASSERT_EQ(depth, ids_of(s.at(scoring ? "depth_scoring" : "depth_causal"))) << "sequence " << seqs;
+      if (scoring) continue;
+      const auto cls = ids_of(s.at("cls"));
+      for (std::size_t t = 0; t < cls.size(); ++t)
+        if (cls[t] == 2) {
+          ++hard;
+          hard_deep += depth[t] > 1;
+        }
+    }
+    ++seqs;
+  }
+  EXPECT_EQ(seqs, 200);
+  EXPECT_EQ(hard, 3200);
+  EXPECT_EQ(hard_deep, 0) << "docs/mor_demo.md: the routers send every hard token through one recursion";
+}
