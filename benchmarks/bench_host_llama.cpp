@@ -14,34 +14,14 @@
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
+#include "smollm_shape.hpp"
 
 namespace {
 
 using llama_model = muninn::model<muninn::host_backend, float, muninn::llama_arch>;
 constexpr std::int64_t kPrompt = 128, kDecode = 64;
 
-muninn::model_config smollm_135m() {
-  muninn::model_config c;
-  c.model_type = "llama";
-  c.n_embd = 576;
-  c.n_heads = 9;
-  c.n_kv_heads = 3;
-  c.head_dim = 64;
-  c.intermediate_size = 1536;
-  c.vocab_size = 49152;
-  c.n_layers_in_prelude = 30;  // a plain stack keeps its layers in the prelude group
-  c.n_layers_in_recurrent_block = 0;
-  c.n_layers_in_coda = 0;
-  c.block_size = 2048;
-  c.norm_eps = 1e-5f;
-  c.rope_base = 10000.0f;
-  c.qk_bias = false;
-  c.tie_embeddings = true;
-  c.block_type = "pre_norm";
-  c.injection_type = "none";
-  c.source = "bench smollm_135m";
-  return c;
-}
+muninn::model_config smollm_135m() { return smollm_135m_shape(30, "bench smollm_135m"); }
 
 const llama_model& model() {
   static const llama_model m = [] {

@@ -22,6 +22,7 @@
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/depthwise_batching.hpp"
+#include "smollm_shape.hpp"
 
 namespace {
 
@@ -29,31 +30,11 @@ using llama_model = muninn::model<muninn::host_backend, float, muninn::llama_arc
 using mor_model = muninn::model<muninn::host_backend, float, muninn::mor_expert_arch>;
 constexpr std::int64_t kRows = 16, kPrompt = 8, kNew = 16, kBlock = 10, kRecursions = 3;
 
-muninn::model_config base_config() {
-  muninn::model_config c;
-  c.model_type = "llama";
-  c.n_embd = 576;
-  c.n_heads = 9;
-  c.n_kv_heads = 3;
-  c.head_dim = 64;
-  c.intermediate_size = 1536;
-  c.vocab_size = 49152;
-  c.block_size = 256;
-  c.norm_eps = 1e-5f;
-  c.rope_base = 10000.0f;
-  c.qk_bias = false;
-  c.tie_embeddings = true;
-  c.block_type = "pre_norm";
-  c.injection_type = "none";
-  c.source = "bench_host_mor";
-  return c;
-}
 
 const llama_model& vanilla() {
   static const llama_model m = [] {
     muninn::host_backend be;
-    auto cfg = base_config();
-    cfg.n_layers_in_prelude = 2 + kBlock * kRecursions;
+    const auto cfg = smollm_135m_shape(2 + kBlock * kRecursions, "bench_host_mor vanilla");
     return llama_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3, false));
   }();
   return m;
@@ -62,8 +43,7 @@ const llama_model& vanilla() {
 const mor_model& mor() {
   static const mor_model m = [] {
     muninn::host_backend be;
-    auto cfg = base_config();
-    cfg.n_layers_in_prelude = 1;
+    auto cfg = smollm_135m_shape(1, "bench_host_mor");
     cfg.n_layers_in_recurrent_block = kBlock;
     cfg.n_layers_in_coda = 1;
     cfg.mean_recurrence = kRecursions;
