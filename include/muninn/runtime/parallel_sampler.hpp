@@ -147,6 +147,56 @@ inline void drop_front_rows(std::vector<float>& v, std::int64_t rows, std::int64
   v.erase(v.begin(), v.begin() + rows * h);
 }
 
+// What a step's freeze rule decided: KV entries to drop from the end of the cache, and wave rows
+// to drop from the front (the frozen ones).
+struct freeze_plan {
+  std::int64_t clear = 0;
+  std::int64_t drop = 0;
+};
+
+// Applies the freeze rule after step t to `w` (w.frozen, w.k) and says what to drop. `every` is
+// num_steps / inner_recurrence; the wave has grown by `headway_now` this step.
+inline freeze_plan freeze(wave_state& w, const parallel_options& p, std::int64_t c, std::int64_t h,
+                          std::int64_t headway_now, std::int64_t n_new, std::int64_t t, std::int64_t every) {
+  const std::int64_t len = std::int64_t(w.seq.size()), rows = rows_of(w.states, h);
+  std::int64_t clear = rows - headway_now, keep_from = 0;
+  const auto freeze_through = [&](std::int64_t k) {  // tokens [0, k) freeze; position k − 1 recurs again
+    w.k = k;
+    clear = len - headway_now - k + 1;
+    keep_from = k - c - 1;
+    w.frozen = std::min(k, len);
+  };
+  if (p.freeze == freeze_rule::latent_diff) {
+    const std::int64_t r = last_settled_row(w, c, h, p.freeze_threshold);
+    if (r >= 0) freeze_through(c + r + 1);
+  } else if (p.freeze == freeze_rule::token_stability) {
+    std::int64_t last = -1;
+    for (std::int64_t i = 0; i < std::int64_t(w.stable.size()); ++i)
+      if (w.stable[std::size_t(i)] > every) last = i;
+    w.k = 0;
+    if (last >= 0) freeze_through(last + 1);
+  } else if (t > every) {  // fixed
+    clear = rows - p.headway - headway_now;
+    keep_from = headway_now;
+    w.frozen += std::min(headway_now, n_new);
+  }
+  // Rows from keep_from on stay, sliced as Python slices (the reference does; token-stability can
+  // freeze before the wave, which makes keep_from negative: then the last −keep_from rows stay).
+  const std::int64_t drop = keep_from < 0 ? std::max<std::int64_t>(rows + keep_from, 0) : std::min(keep_from, rows);
+  return {clear, drop};
+}
+
+// Whether this step froze a stop token: latent-diff looks at the tokens it froze now
+// ([old_k, k)), the other rules at the last `headway` frozen tokens.
+inline bool froze_a_stop_token(const wave_state& w, const parallel_options& p, const generate_options& g) {
+  const bool latent = p.freeze == freeze_rule::latent_diff;
+  const std::int64_t b = latent ? w.old_k : std::max<std::int64_t>(w.frozen - p.headway, 0);
+  const std::int64_t e = std::min(latent ? w.k : w.frozen, w.frozen);
+  for (std::int64_t i = b; i < e; ++i)
+    if (is_stop(g, w.seq[std::size_t(i)])) return true;
+  return false;
+}
+
 }  // namespace detail
 
 /// \brief Generates with the parallel sampler on an empty context (batch 1, like the reference).
@@ -279,48 +329,13 @@ parallel_result generate_parallel(const Model& m, typename Model::context_type& 
     }
 
     // Freeze, then drop the KV of every position the next step recomputes.
-    const std::int64_t len = std::int64_t(w.seq.size()), rows = detail::rows_of(w.states, h);
-    std::int64_t clear = rows - headway_now, keep_from = 0;
-    const std::int64_t every = num_steps / p.inner_recurrence;
-    if (p.freeze == freeze_rule::latent_diff) {
-      const std::int64_t r = detail::last_settled_row(w, c, h, p.freeze_threshold);
-      if (r >= 0) {
-        w.k = c + r + 1;
-        clear = len - headway_now - w.k + 1;
-        keep_from = w.k - c - 1;
-        w.frozen = w.k;
-      }
-    } else if (p.freeze == freeze_rule::token_stability) {
-      std::int64_t last = -1;
-      for (std::int64_t i = 0; i < std::int64_t(w.stable.size()); ++i)
-        if (w.stable[std::size_t(i)] > every) last = i;
-      w.k = 0;
-      if (last >= 0) {
-        w.k = last + 1;
-        clear = len - headway_now - w.k + 1;
-        keep_from = w.k - c - 1;
-        w.frozen = std::min(w.k, len);
-      }
-    } else if (t > every) {  // fixed
-      clear = rows - p.headway - headway_now;
-      keep_from = headway_now;
-      w.frozen += std::min(headway_now, n_new);
-    }
-    MUNINN_CHECK(clear >= 0 && clear <= ctx.length(), "generate_parallel: the ", freeze_name(p.freeze),
+    const detail::freeze_plan f = detail::freeze(w, p, c, h, headway_now, n_new, t, num_steps / p.inner_recurrence);
+    MUNINN_CHECK(f.clear >= 0 && f.clear <= ctx.length(), "generate_parallel: the ", freeze_name(p.freeze),
                  " rule froze position ", w.k, " outside the cached ", ctx.length(), " tokens");
-    ctx.truncate(ctx.length() - clear);
-    res.cache_clears += clear;
-    // A slice from keep_from as Python takes it (the reference slices so; token-stability can
-    // freeze before the wave, which makes it negative: then the last −keep_from rows stay).
-    detail::drop_front_rows(w.states, keep_from < 0 ? std::max<std::int64_t>(rows + keep_from, 0) : std::min(keep_from, rows), h);
-
-    // Stop tokens count only after num_steps sampler steps (the reference's rule).
-    bool stop = false;
-    if (t > num_steps) {
-      const std::int64_t b = p.freeze == freeze_rule::latent_diff ? w.old_k : std::max<std::int64_t>(w.frozen - p.headway, 0);
-      const std::int64_t e = p.freeze == freeze_rule::latent_diff ? w.k : w.frozen;
-      for (std::int64_t i = b; i < std::min(e, w.frozen); ++i) stop = stop || detail::is_stop(g, w.seq[std::size_t(i)]);
-    }
+    ctx.truncate(ctx.length() - f.clear);
+    res.cache_clears += f.clear;
+    detail::drop_front_rows(w.states, f.drop, h);
+    const bool stop = t > num_steps && detail::froze_a_stop_token(w, p, g);  // the reference's rule
     if (stop || t > p.max_diffusion_steps) break;  // the reference leaves its step count as it is
     w.prev_states = w.states;
     w.old_c = c;
