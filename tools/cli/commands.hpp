@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cli_args.hpp"
@@ -395,6 +397,12 @@ int generate_parallel_with(const Model& m, const args& a, const std::vector<std:
   return 0;
 }
 
+/// \brief Whether a KV storage reports the bytes its held rows take (ragged caches).
+template <class S, class = void>
+inline constexpr bool has_used_bytes = false;
+template <class S>
+inline constexpr bool has_used_bytes<S, std::void_t<decltype(std::declval<const S&>().used_bytes())>> = true;
+
 /// \brief `muninn generate` on a loaded model; `tok` decodes the output when the prompt was text.
 template <class Model>
 int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>& ids, const io::tokenizer* tok,
@@ -420,7 +428,14 @@ int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>
     std::cerr << "muninn: speculative: drafted " << r.drafted << ", accepted " << r.accepted << ", " << r.forward_calls
               << " model calls\n";
   std::cerr << "muninn: kv cache " << human_bytes(double(ctx.kv_bytes_per_token())) << "/token, "
-            << human_bytes(double(ctx.kv_bytes())) << " reserved\n";
+            << human_bytes(double(ctx.kv_bytes())) << " reserved";
+  if constexpr (has_used_bytes<std::decay_t<decltype(ctx.kv_storage())>>) {
+    // Recursion-wise caching: a token keeps keys and values only for the recursions it ran.
+    const double used = double(ctx.kv_storage().used_bytes());
+    std::cerr << ", " << human_bytes(used) << " held (" << human_bytes(ctx.length() ? used / double(ctx.length()) : 0.0)
+              << "/token)";
+  }
+  std::cerr << "\n";
   if (tok) std::cout << tok->decode(r.tokens) << "\n";
   if (a.has("--show-steps")) std::cout << join_ids(r.steps) << "\n";
   if (a.has("--show-depths")) std::cout << "depth per position: " << join_ids(ctx.steps_used()) << "\n";
