@@ -415,7 +415,8 @@ int generate_with(const Model& m, const args& a, const std::vector<std::int32_t>
                " exceeds block_size ", cfg.block_size);
   const std::int64_t max_steps = max_steps_needed(m, g);
   context_limits lim = context_from(a, cfg, std::min(total + g.lookahead, cfg.block_size), max_steps);
-  if (g.run.halt.prefill == prefill_exit::prompt) lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(ids.size()));
+  if (g.run.halt.prefill == prefill_exit::prompt || Model::router_policy::routes)  // the prompt runs as one pass
+    lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(ids.size()));
   auto ctx = m.make_context(lim);
   std::optional<state_dump> dump;
   if (a.has("--dump-states")) {

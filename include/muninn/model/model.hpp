@@ -162,6 +162,7 @@ class model {
     context_limits lim;
     lim.max_tokens = std::int64_t(ids.size());
     lim.max_steps = std::max(resolve_steps(opt), opt.halt.max_steps);
+    if (router_policy::routes || exits_together(opt)) lim.max_chunk = lim.max_tokens;  // one pass
     MUNINN_CHECK(lim.max_tokens <= cfg_.block_size, "sequence of ", lim.max_tokens, " tokens exceeds block_size ",
                  cfg_.block_size, " (", cfg_.source, ")");
     auto ctx = make_context(lim);

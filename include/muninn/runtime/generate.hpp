@@ -138,7 +138,7 @@ generate_result generate(const Model& m, const std::vector<std::int32_t>& prompt
   lim.max_tokens = std::int64_t(prompt.size()) + std::max<std::int64_t>(opt.max_new_tokens, 0) + opt.lookahead;
   lim.max_tokens = std::min(lim.max_tokens, m.config().block_size);
   lim.max_steps = max_steps_needed(m, opt);
-  if (opt.run.halt.prefill == prefill_exit::prompt)  // the prompt runs as one pass
+  if (opt.run.halt.prefill == prefill_exit::prompt || Model::router_policy::routes)  // the prompt runs as one pass
     lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(prompt.size()));
   auto ctx = m.make_context(lim);
   return generate(m, ctx, prompt, opt);
