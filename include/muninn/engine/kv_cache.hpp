@@ -205,6 +205,11 @@ class ragged_slot_cache : public slot_cache<Backend, T, Indexing> {
     const kv_slot<T> s = base::slot(group, step, layer);
     return kv_read<T>{s.k, s.v, std::int64_t(end - pos.begin()), pos_dev_.data() + id * this->lim_.max_tokens};
   }
+  /// \brief Whether (group, step) keeps no keys or values of its own: core steps ≥ 1 under
+  /// recursive sharing, which read step 0's.
+  bool discards(layer_group group, std::int64_t step) const {
+    return this->lim_.share_first_step && group == layer_group::core && step > 0;
+  }
   /// \brief Forgets every token from position `length` on.
   void truncate(std::int64_t length) {
     for (std::size_t id = 0; id < pos_.size(); ++id) {
@@ -225,10 +230,6 @@ class ragged_slot_cache : public slot_cache<Backend, T, Indexing> {
   }
 
  private:
-  bool discards(layer_group group, std::int64_t step) const {
-    return this->lim_.share_first_step && group == layer_group::core && step > 0;
-  }
-
   Backend be_;
   typename Backend::template buffer<T> k_scratch_, v_scratch_;  // recursive sharing: dropped keys and values
   std::vector<std::vector<std::int32_t>> pos_;  // per slot: positions of its rows, ascending

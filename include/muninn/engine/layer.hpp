@@ -71,6 +71,9 @@ struct kv_views {
   /// \brief Per run: the slot row its first new K/V row goes to, for caches that keep only some
   /// tokens (ragged rows); empty: the run's position (dense rows).
   std::vector<std::int64_t> write_row;
+  /// \brief True when no run keeps keys or values of its own (recursive KV sharing: every run
+  /// reads another layer call's): the K/V projections and their RoPE are skipped.
+  bool no_new_kv = false;
   const std::int32_t* row_pos = nullptr;  ///< backend memory: each stacked row's position (for reads with k_pos)
   /// \brief Per run: the rows it attends to (its slot's rows [0, pos0 + n) when empty).
   std::function<kv_read<T>(std::size_t run, const engine::row_run&)> read;
@@ -112,9 +115,11 @@ class layer_pass {
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const row_run& g = runs[i];
       T* q = s_.q + g.row0 * qd;
-      T* k = kv_.write[i].k + write_row(i) * kvd;
       Rope::apply(be_, q, g.n, qd, d_.n_heads, d_.head_dim, qb, rope_, g.pos0);
-      Rope::apply(be_, k, g.n, kvd, d_.n_kv_heads, d_.head_dim, qb ? qb + qd : nullptr, rope_, g.pos0);
+      if (!kv_.no_new_kv) {
+        T* k = kv_.write[i].k + write_row(i) * kvd;
+        Rope::apply(be_, k, g.n, kvd, d_.n_kv_heads, d_.head_dim, qb ? qb + qd : nullptr, rope_, g.pos0);
+      }
       const kv_read<T> r = kv_.read ? kv_.read(i, g) : kv_read<T>{kv_.write[i].k, kv_.write[i].v, write_row(i) + g.n};
       T* out = s_.attn + g.row0 * qd;
       if (r.k_pos) {
@@ -156,6 +161,7 @@ class layer_pass {
     const T* wk = wq + qd * h;
     const T* wv = wk + kvd * h;
     gemm_nt(be_, rows, qd, h, 1.0f, in, h, wq, h, 0.0f, s_.q, qd);
+    if (kv_.no_new_kv) return;
     const auto& runs = rows_.runs();
     const bool direct = runs.size() == 1;
     T* k = direct ? kv_.write[0].k + write_row(0) * kvd : s_.k_tmp;

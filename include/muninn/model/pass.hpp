@@ -182,8 +182,10 @@ class forward_pass {
       for (const auto& run : rows.runs()) {
         auto& storage = ctx_of(run).kv_;
         kv.write.push_back(storage.slot(group, step, std::int64_t(j)));
-        if constexpr (detail::has_write_row<std::decay_t<decltype(storage)>>)
+        if constexpr (detail::has_write_row<std::decay_t<decltype(storage)>>) {
           kv.write_row.push_back(storage.write_row(group, step, std::int64_t(j), run));
+          kv.no_new_kv = storage.discards(group, step);  // the same for every run of one step
+        }
       }
       kv.read = [&, j](std::size_t, const engine::row_run& run) {
         auto& c = ctx_of(run);
