@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Time-boxed fuzzing of the file readers (docs/architecture.md, "Hostile files").
 #   bash tools/fuzz.sh [target...]      targets: json safetensors npy huginn_config llama_config shard_index
+#                                       torch mor_config mor_yaml
 #   FUZZ_SECONDS=300 bash tools/fuzz.sh json
 # Needs clang with libFuzzer. Each target starts from tests/fuzz/corpus/<target>; new inputs and
 # crash reproducers go to build/fuzz/findings/<target>/. Exit status 1 when any target crashed.
