@@ -103,7 +103,9 @@ void check_passes(const M& m, const io::json& doc) {
       o.depths = &depth;
       const auto lg = m.forward(ids_of(s.at("input_ids")[b]), o);
       EXPECT_LE(muninn_test::max_abs_diff(lg, floats_of(s.at("logits")[b])), tol) << "row " << b;
-      if (s.contains("depth")) EXPECT_EQ(depth, ids_of(s.at("depth")[b])) << "row " << b;
+      if (s.contains("depth")) {
+        EXPECT_EQ(depth, ids_of(s.at("depth")[b])) << "row " << b;
+      }
       if (s.contains("selected")) {  // scoring: recursion r ran on the selected positions
         const io::json& sel = s.at("selected")[b];
         std::vector<std::int32_t> want(depth.size(), 0);
@@ -195,7 +197,9 @@ TEST(MorConfig, HydraYamlEqualsTheJsonBlock) {
     EXPECT_EQ(a.temp, b.temp);
     EXPECT_EQ(a.router_bias, b.router_bias);
     EXPECT_EQ(a.kv_sharing, b.kv_sharing);
-    if (a.type == "expert") EXPECT_EQ(a.capacity, b.capacity);
+    if (a.type == "expert") {
+      EXPECT_EQ(a.capacity, b.capacity);
+    }
   }
 }
 
@@ -293,7 +297,9 @@ TEST(DepthwiseBatching, EachRowAsAlone) {
     }
     EXPECT_EQ(st.tokens, std::int64_t(prompts.size()) * (o.max_new_tokens - 1));
     EXPECT_EQ(st.block_rows, depth_sum) << "one block row per token per recursion it ran";
-    if (batch > 1) EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared calls";
+    if (batch > 1) {
+      EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared calls";
+    }
   }
 }
 

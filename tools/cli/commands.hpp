@@ -397,11 +397,11 @@ int generate_parallel_with(const Model& m, const args& a, const std::vector<std:
   return 0;
 }
 
-/// \brief Whether a KV storage reports the bytes its held rows take (ragged caches).
-template <class S, class = void>
-inline constexpr bool has_used_bytes = false;
 template <class S>
-inline constexpr bool has_used_bytes<S, std::void_t<decltype(std::declval<const S&>().used_bytes())>> = true;
+using used_bytes_t = decltype(std::declval<const S&>().used_bytes());
+/// \brief Whether a KV storage reports the bytes its held rows take (ragged caches).
+template <class S>
+inline constexpr bool has_used_bytes = muninn::detail::detected_v<S, used_bytes_t>;
 
 /// \brief `muninn generate` on a loaded model; `tok` decodes the output when the prompt was text.
 template <class Model>

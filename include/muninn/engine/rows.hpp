@@ -83,6 +83,15 @@ class active_rows {
   std::vector<row_run> runs_;
 };
 
+/// \brief Uploads each row's position to `dst` (backend memory, [rows.size()]): what attention
+/// masks by when a cache's keys are not the positions 0 … n−1.
+template <class Backend>
+void upload_positions(const Backend& be, const active_rows& rows, std::int32_t* dst) {
+  std::vector<std::int32_t> pos(static_cast<std::size_t>(rows.size()));
+  for (std::int64_t i = 0; i < rows.size(); ++i) pos[std::size_t(i)] = std::int32_t(rows.pos(i));
+  be.upload(dst, pos.data(), pos.size());
+}
+
 /// \brief Moves the rows kept by `keep` (one flag per row of `rows`) to the front of `buf`
 /// ([rows, width]), in order, through `tmp` (at least as large). Consecutive kept rows move as one block.
 template <class Backend, class T>

@@ -10,6 +10,7 @@
 
 #include "muninn/engine/kv_cache.hpp"
 #include "muninn/engine/workspace.hpp"
+#include "muninn/policies/detect.hpp"
 
 namespace muninn {
 
@@ -17,11 +18,11 @@ template <class Model>
 class forward_pass;
 
 namespace detail {
-template <class S, class = void>
-inline constexpr bool has_truncate = false;
+template <class S>
+using truncate_t = decltype(std::declval<S&>().truncate(std::int64_t()));
 /// \brief Whether a KV storage must be told when tokens are forgotten (ragged caches).
 template <class S>
-inline constexpr bool has_truncate<S, std::void_t<decltype(std::declval<S&>().truncate(std::int64_t()))>> = true;
+inline constexpr bool has_truncate = detected_v<S, truncate_t>;
 }  // namespace detail
 
 /// \brief KV cache and bookkeeping for one sequence on a backend.

@@ -20,6 +20,7 @@
 #include "muninn/model/halting.hpp"
 #include "muninn/model/options.hpp"
 #include "muninn/policies/head.hpp"
+#include "muninn/policies/detect.hpp"
 #include "muninn/policies/injection.hpp"
 #include "muninn/policies/state_init.hpp"
 
@@ -34,15 +35,11 @@ template <class S>
 using write_row_t = decltype(std::declval<S&>().write_row(layer_group::core, std::int64_t(), std::int64_t(),
                                                           std::declval<const engine::row_run&>()));
 /// \brief Whether a KV storage keeps ragged rows (and so says where each run's rows go).
-template <class S, class = void>
-inline constexpr bool has_write_row = false;
 template <class S>
-inline constexpr bool has_write_row<S, std::void_t<write_row_t<S>>> = true;
+inline constexpr bool has_write_row = detected_v<S, write_row_t>;
 /// \brief Whether a halting monitor can decide on whole runs (prefill_exit::prompt).
-template <class M, class = void>
-inline constexpr bool has_decide_pooled = false;
 template <class M>
-inline constexpr bool has_decide_pooled<M, std::void_t<decide_pooled_t<M>>> = true;
+inline constexpr bool has_decide_pooled = detected_v<M, decide_pooled_t>;
 }  // namespace detail
 
 /// \brief A run of tokens of one sequence fed in a stacked call.
@@ -134,9 +131,7 @@ class forward_pass {
                   std::int64_t step) {
     const std::int64_t h = m_.dims().h;
     engine::gather(be_, s, src, h, ws_.route_idx(), buf);
-    std::vector<std::int32_t> pos(std::size_t(s.rows.size()));
-    for (std::int64_t i = 0; i < s.rows.size(); ++i) pos[std::size_t(i)] = std::int32_t(s.rows.pos(i));
-    be_.upload(ws_.route_pos(), pos.data(), pos.size());
+    engine::upload_positions(be_, s.rows, ws_.route_pos());
     run_layers_on(s.rows, ws_.route_pos(), group, buf, step);
   }
 
@@ -373,11 +368,7 @@ class forward_pass {
   }
 
   // The rows' positions on the backend, for caches that attend by position.
-  void upload_positions() {
-    std::vector<std::int32_t> pos(std::size_t(rows_.size()));
-    for (std::int64_t i = 0; i < rows_.size(); ++i) pos[std::size_t(i)] = std::int32_t(rows_.pos(i));
-    be_.upload(ws_.pos(), pos.data(), pos.size());
-  }
+  void upload_positions() { engine::upload_positions(be_, rows_, ws_.pos()); }
 
   // Readout → head on every active row of src (left intact): the logits of each piece's last
   // rows_of(piece) rows, stacked in run order in ws.logits(). Returns the rows written.

@@ -188,7 +188,7 @@ struct token_choice {
     std::vector<std::int64_t> active_depth = depth;
     std::vector<float> active_gate = gate;
     for (std::int64_t r = 0; r < Nr && !active.idx.empty(); ++r) {
-      upload_positions(p, active);
+      engine::upload_positions(be, active.rows, p.ws().route_pos());
       p.run_layers_on(active.rows, p.ws().route_pos(), layer_group::core, run, r);
       // Tokens whose depth ends here leave: e ← e + g·h.
       std::vector<std::uint8_t> leave(active.idx.size()), stay(active.idx.size());
@@ -233,12 +233,6 @@ struct token_choice {
     for (std::size_t i = 0; i < keep.size(); ++i)
       if (keep[i]) out.push_back(v[i]);
     return out;
-  }
-  template <class Pass>
-  static void upload_positions(Pass& p, const engine::row_subset& s) {
-    std::vector<std::int32_t> pos(std::size_t(s.rows.size()));
-    for (std::int64_t i = 0; i < s.rows.size(); ++i) pos[std::size_t(i)] = std::int32_t(s.rows.pos(i));
-    p.model().backend().upload(p.ws().route_pos(), pos.data(), pos.size());
   }
   // e[t] += g_t · run[i] for the active rows i flagged in `leave` (t = the row's place in the stack).
   template <class Pass, class T>

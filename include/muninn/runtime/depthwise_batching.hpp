@@ -92,12 +92,8 @@ class depthwise_batcher {
   // One run per row (each row is a different sequence's token); positions uploaded to `pos`.
   engine::active_rows rows_of(const std::vector<row>& rows, std::int32_t* pos) const {
     engine::active_rows a;
-    std::vector<std::int32_t> p;
-    for (const row& r : rows) {
-      a.append(r.seq, pos_of(r), 1);
-      p.push_back(std::int32_t(pos_of(r)));
-    }
-    be_.upload(pos, p.data(), p.size());
+    for (const row& r : rows) a.append(r.seq, pos_of(r), 1);
+    engine::upload_positions(be_, a, pos);
     return a;
   }
 
