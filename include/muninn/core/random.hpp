@@ -41,6 +41,21 @@ MUNINN_HOST_DEVICE MUNINN_INLINE std::uint64_t counter_bits(std::uint64_t seed, 
   return mix64(b ^ (std::uint64_t(attempt) * 0xd1b54a32d192ed03ull));
 }
 
+/// \brief Seed of sub-stream `n` of kind `kind` of a run seed: `mix64(seed ^ mix64((kind << 32) + n))`.
+///
+/// Samplers name their streams this way (kind = what is drawn, n = a position or step), so each
+/// stream can be regenerated alone and a PyTorch reference can draw the same numbers.
+MUNINN_HOST_DEVICE MUNINN_INLINE std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t kind, std::uint64_t n) {
+  return mix64(seed ^ mix64((kind << 32) + n));
+}
+
+/// \brief A uniform draw in [0, 1) for element `index` of stream `seed`: the top 53 bits of
+/// `counter_bits(seed, index, attempt)` times 2^-53 (exact in double).
+MUNINN_HOST_DEVICE MUNINN_INLINE double uniform01_at(std::uint64_t seed, std::uint64_t index,
+                                                     std::uint32_t attempt = 0) {
+  return double(counter_bits(seed, index, attempt) >> 11) * (1.0 / 9007199254740992.0);
+}
+
 namespace detail {
 
 // Correctly rounded double primitives; on the device they are the non-contractible intrinsics.

@@ -74,7 +74,7 @@ struct parallel_result : generate_result {
 /// state is `truncated_normal_at(stream, p·h + i)`; guess j is `counter_bits(stream, j, 0) mod
 /// min(65510, V)` (the reference draws torch.randint(0, 65510)).
 inline std::uint64_t parallel_stream_seed(std::uint64_t seed, std::uint64_t kind, std::uint64_t n) {
-  return mix64(seed ^ mix64((kind << 32) + n));
+  return stream_seed(seed, kind, n);
 }
 
 namespace detail {
