@@ -300,6 +300,24 @@ TYPED_TEST_P(OpCases, SiluMulPaddedAndInPlace) {
   }
 }
 
+/// SiLU and GELU in place, against the double-precision loop (inputs span both tails).
+TYPED_TEST_P(OpCases, SiluAndGeluInPlace) {
+  using namespace op_cases;
+  const auto& h = this->h();
+  std::uint32_t seed = 450;
+  for (i64 n : {i64(1), i64(13), i64(70001)}) {
+    const auto x = h.random(std::size_t(n), seed++, -30.0f, 30.0f);
+    auto want_silu = x, want_gelu = x;
+    muninn::ref::silu(want_silu.data(), n);
+    muninn::ref::gelu(want_gelu.data(), n);
+    auto ds = h.put(x), dg = h.put(x);
+    silu(h.be, ds.data(), n);
+    gelu(h.be, dg.data(), n);
+    EXPECT_TRUE(close(h.get(ds.data(), x.size()), h.round(want_silu), h.tol, "silu n=" + std::to_string(n)));
+    EXPECT_TRUE(close(h.get(dg.data(), x.size()), h.round(want_gelu), h.tol, "gelu n=" + std::to_string(n)));
+  }
+}
+
 TYPED_TEST_P(OpCases, AddAndScale) {
   using namespace op_cases;
   const auto& h = this->h();
@@ -675,6 +693,6 @@ TYPED_TEST_P(OpCases, KlAndEntropyRows) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(OpCases, GemmNt, RmsNormWithAndWithoutWeight, AddRmsNormAliasing, LayerNormAffineVariants,
-                            SiluMulPaddedAndInPlace, AddAndScale, Embedding, RopeInterleaved, RopeHalf,
+                            SiluMulPaddedAndInPlace, SiluAndGeluInPlace, AddAndScale, Embedding, RopeInterleaved, RopeHalf,
                             AttentionCausalLegacyOverload, AttentionMasks, AttentionRaggedPositions,
                             GatherScatterRows, SoftmaxAndLogSoftmaxRows, ArgmaxRows, TopkRows, KlAndEntropyRows);

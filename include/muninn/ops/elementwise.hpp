@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief Element-wise host ops: add, scale, and the gated MLP's SiLU-and-multiply.
+/// \brief Element-wise host ops: add, scale, GELU, SiLU, and the gated MLP's SiLU-and-multiply.
 
 #include <algorithm>
 #include <cstdint>
@@ -31,6 +31,17 @@ inline void gelu(const host_backend& be, float* x, std::int64_t n) {
   MUNINN_CHECK(n >= 0, "gelu: negative size ", n);
   be.parallel_for(n, detail::elementwise_grain, [&](std::int64_t s, std::int64_t e) {
     for (std::int64_t i = s; i < e; ++i) x[i] = detail::gelu_erf(x[i]);
+  });
+}
+
+/// \brief x = silu(x) in place (detail::silu: x / (1 + e^-x)); CALM's compressor and energy head.
+/// \param be the host backend
+/// \param x  values [n]
+/// \param n  number of elements
+inline void silu(const host_backend& be, float* x, std::int64_t n) {
+  MUNINN_CHECK(n >= 0, "silu: negative size ", n);
+  be.parallel_for(n, detail::elementwise_grain, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t i = s; i < e; ++i) x[i] = detail::silu(x[i]);
   });
 }
 

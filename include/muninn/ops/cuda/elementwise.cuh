@@ -98,6 +98,14 @@ __global__ void __launch_bounds__(256) gelu_kernel(T* x, std::int64_t n) {
     store(x + i, gelu_erf(load(x + i)));
 }
 
+/// \brief x[i] = silu(x[i]) (fp32 maths, rounded once to T); grid-stride.
+template <class T>
+__global__ void __launch_bounds__(256) silu_kernel(T* x, std::int64_t n) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    store(x + i, silu(load(x + i)));
+}
+
 }  // namespace gpu
 }  // namespace detail
 
@@ -110,6 +118,17 @@ void gelu(const cuda_backend& be, T* x, std::int64_t n) {
   using namespace detail::gpu;
   gelu_kernel<T><<<grid_for(be, n, 256), 256, 0, be.stream()>>>(x, n);
   MUNINN_CUDA_CHECK_LAUNCH("gelu_kernel");
+}
+
+/// \brief x = silu(x) in place (detail::silu, as the host op).
+template <class T>
+void silu(const cuda_backend& be, T* x, std::int64_t n) {
+  static_assert(detail::gpu::is_storage_v<T>, "silu (CUDA): T must be float or muninn::bf16");
+  MUNINN_CHECK(n >= 0, "silu: negative size ", n);
+  if (n == 0) return;
+  using namespace detail::gpu;
+  silu_kernel<T><<<grid_for(be, n, 256), 256, 0, be.stream()>>>(x, n);
+  MUNINN_CUDA_CHECK_LAUNCH("silu_kernel");
 }
 
 /// \brief y = a + b element-wise (computed in fp32, rounded once to T).

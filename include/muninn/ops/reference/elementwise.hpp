@@ -25,6 +25,20 @@ inline void scale(float* x, float s, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
+/// \brief x = silu(x) = x / (1 + e^-x), in double.
+/// \param x data [n], in place
+/// \param n number of elements
+inline void silu(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = float(double(x[i]) / (1.0 + std::exp(-double(x[i]))));
+}
+
+/// \brief x = gelu(x) = x/2 · (1 + erf(x/√2)), in double.
+/// \param x data [n], in place
+/// \param n number of elements
+inline void gelu(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = float(0.5 * double(x[i]) * (1.0 + std::erf(double(x[i]) / std::sqrt(2.0))));
+}
+
 /// \brief out[r, i] = silu(in[r, i]) · in[r, inter + i] in double, silu(g) = g / (1 + e^-g).
 /// \param in     [rows, ld_in], gate half then up half
 /// \param ld_in  row stride of in
