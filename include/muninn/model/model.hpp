@@ -87,6 +87,9 @@ class model {
   const std::vector<layer_weights<Backend, T>>& layers(layer_group g) const {
     return g == layer_group::prelude ? w_.prelude : g == layer_group::core ? w_.core : w_.coda;
   }
+  /// \brief Width of one output row: the vocabulary size, or what the HeadPolicy says
+  /// (`head::final_norm`: the hidden size).
+  std::int64_t output_width() const { return head_output_width<typename Arch::head_policy>(cfg_); }
   /// \brief The output matrix [V, h]: the embedding when tied.
   const T* output_weight() const { return cfg_.tie_embeddings ? w_.wte.data() : w_.lm_head.data(); }
   /// \brief Number of KV slots per token for `max_steps` recurrences and a budget (0: none).
@@ -108,7 +111,7 @@ class model {
     MUNINN_CHECK(lim.kv_budget >= 0, "context: kv_budget must be >= 0, got ", lim.kv_budget);
     lim.max_chunk = std::min(lim.max_chunk, lim.max_tokens);
     lim.share_first_step = cfg_.mor.kv_sharing;
-    return context_type(be_, dims_, kv_shape(), cfg_.vocab_size, lim);
+    return context_type(be_, dims_, kv_shape(), output_width(), lim);
   }
   /// \brief A context for `max_tokens` tokens and up to `max_steps` recurrences (-1: mean_recurrence).
   context_type make_context(std::int64_t max_tokens, std::int64_t max_steps = -1) const {
@@ -120,7 +123,7 @@ class model {
   /// \brief Activation memory for batched calls stacking up to `rows` tokens.
   workspace_type make_workspace(std::int64_t rows) const {
     MUNINN_CHECK(rows > 0, "workspace: rows must be positive, got ", rows);
-    return workspace_type(be_, dims_, cfg_.vocab_size, rows);
+    return workspace_type(be_, dims_, output_width(), rows);
   }
 
   /// \brief Feeds `ids` after what `ctx` already holds; returns logits as float on the host:
@@ -134,7 +137,7 @@ class model {
                              logits_for which = logits_for::all) const {
     MUNINN_CHECK(!ids.empty(), "forward: no tokens given");
     check_tokens(ctx, ids);
-    const std::int64_t total = std::int64_t(ids.size()), V = cfg_.vocab_size;
+    const std::int64_t total = std::int64_t(ids.size()), V = output_width();
     std::vector<float> out(std::size_t(which == logits_for::all ? total * V : V));
     if (opt.latents) opt.latents->assign(std::size_t(total * dims_.h), 0.0f);
     if (opt.blend.mixed) opt.blend.mixed->assign(std::size_t(total * dims_.h), 0.0f);
@@ -178,8 +181,8 @@ class model {
                                                 const run_options& opt = {}, logits_for which = logits_for::last) const {
     MUNINN_CHECK(ctxs.size() == ids.size(), "forward_batch: ", ctxs.size(), " contexts but ", ids.size(), " rows");
     MUNINN_CHECK(opt.latents == nullptr && opt.given_state == nullptr && opt.blend.weight == 0.0f &&
-                     opt.blend.mixed == nullptr,
-                 "forward_batch: latents, given_state and blend are single-sequence options");
+                     opt.blend.mixed == nullptr && opt.input_rows == nullptr,
+                 "forward_batch: latents, given_state, blend and input_rows are single-sequence options");
     std::vector<std::vector<float>> out(ids.size());
     std::int64_t longest = 0;
     for (std::size_t r = 0; r < ids.size(); ++r) {
@@ -187,7 +190,7 @@ class model {
         MUNINN_CHECK(ctxs[q] != ctxs[r], "forward_batch: rows ", q, " and ", r, " share a context");
       check_tokens(*ctxs[r], ids[r]);
       const std::int64_t n = std::int64_t(ids[r].size());
-      out[r].assign(std::size_t(which == logits_for::all ? n * cfg_.vocab_size : (n ? cfg_.vocab_size : 0)), 0.0f);
+      out[r].assign(std::size_t(which == logits_for::all ? n * output_width() : (n ? output_width() : 0)), 0.0f);
       longest = std::max(longest, n);
     }
     // Fixed depth or prefill_exit::prompt: every row's tokens in one stack. Adaptive per token:

@@ -54,6 +54,10 @@ struct run_options {
   input_blend blend;                   ///< mixes the prelude output with earlier embeddings (parallel sampler)
   routing_mode routing = routing_mode::causal;  ///< how routers pick tokens (routed models only)
   std::vector<std::int32_t>* depths = nullptr;  ///< routed models: receives the recursions each token ran when set
+  /// \brief Backend memory [n_tokens, h] of the model's value type that replaces the embedding
+  /// lookup (transformers' `inputs_embeds`): CALM feeds its compressed chunks this way. The ids
+  /// given with it then only count positions. Single-sequence calls only.
+  const void* input_rows = nullptr;
 };
 
 /// \brief Which positions get logits.

@@ -146,8 +146,9 @@ class forward_pass {
   /// \brief True while some piece is still running.
   bool any_active() const { return !rows_.empty(); }
 
-  /// \brief e = embedding(ids) · InputPolicy::scale(h).
+  /// \brief e = embedding(ids) · InputPolicy::scale(h), or the caller's `run_options::input_rows`.
   void embed() {
+    if (opt_.input_rows) return copy_input_rows();
     std::int64_t r = 0;
     for (const auto& run : rows_.runs()) {
       const piece& p = pieces_[std::size_t(run.seq)];
@@ -158,6 +159,16 @@ class forward_pass {
     const std::int64_t h = m_.dims().h;
     embedding(be_, m_.weights().wte.data(), m_.config().vocab_size, h, ws_.ids(), r,
               arch_type::input_policy::scale(h), ws_.e());
+  }
+
+  /// \brief e = the rows of `run_options::input_rows` that belong to each piece.
+  void copy_input_rows() {
+    const std::int64_t h = m_.dims().h;
+    const auto* src = static_cast<const value_type*>(opt_.input_rows);
+    for (const auto& run : rows_.runs()) {
+      const piece& p = pieces_[std::size_t(run.seq)];
+      be_.copy(ws_.e() + run.row0 * h, src + p.offset * h, std::size_t(run.n * h));
+    }
   }
 
   /// \brief Runs every layer of `group` in place on buf (recurrence `step` for the core), each
@@ -221,7 +232,7 @@ class forward_pass {
     for (const auto& run : rows_.runs()) start_piece(run);
     if (!exits_) return;
     monitor_ = &ws_.template reuse<monitor_type>(
-        [&] { return monitor_type(be_, ws_.rows(), m_.dims().h, m_.config().vocab_size); });
+        [&] { return monitor_type(be_, ws_.rows(), m_.dims().h, m_.output_width()); });
     if (pooled_)
       monitor_->start(hopt_, x_, rows_.size());
     else
@@ -336,7 +347,7 @@ class forward_pass {
   // Pieces flagged in `done` (per run) write their outputs, finish, and their rows are compacted away.
   void leave(const std::vector<std::uint8_t>& done, bool logits_ready) {
     const auto runs = rows_.runs();
-    const std::int64_t V = m_.config().vocab_size, h = m_.dims().h;
+    const std::int64_t V = m_.output_width(), h = m_.dims().h;
     std::vector<std::uint8_t> piece_done(pieces_.size(), 0);
     for (std::size_t k = 0; k < runs.size(); ++k) piece_done[std::size_t(runs[k].seq)] = done[k];
     const auto is_done = [&](const piece& p) { return piece_done[std::size_t(&p - pieces_.data())] != 0; };
@@ -374,7 +385,7 @@ class forward_pass {
   // rows_of(piece) rows, stacked in run order in ws.logits(). Returns the rows written.
   template <class RowsOf>
   std::int64_t head_logits(const value_type* src, RowsOf&& rows_of) {
-    const std::int64_t h = m_.dims().h, V = m_.config().vocab_size;
+    const std::int64_t h = m_.dims().h, V = m_.output_width();
     value_type* y = ws_.head();
     be_.copy(y, src, std::size_t(rows_.size() * h));
     arch_type::recurrence_policy::readout(*this, y);
@@ -397,7 +408,7 @@ class forward_pass {
   template <class RowsOf, class DstOf>
   void emit(const value_type* src, RowsOf&& rows_of, DstOf&& dst_of) {
     if (head_logits(src, rows_of) == 0) return;
-    const std::int64_t V = m_.config().vocab_size;
+    const std::int64_t V = m_.output_width();
     std::int64_t off = 0;
     for (const auto& run : rows_.runs()) {
       piece& p = pieces_[std::size_t(run.seq)];

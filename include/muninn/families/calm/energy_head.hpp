@@ -1,0 +1,107 @@
+#pragma once
+/// \file
+/// \brief CALM's energy head: one evaluation turns a hidden state and uniform noise into a latent
+/// sample (no iterative solver), and the counter-based noise it is fed.
+
+#include <cstdint>
+#include <vector>
+
+#include "muninn/core/random.hpp"
+#include "muninn/families/calm/layers.hpp"
+#include "muninn/families/calm/weights.hpp"
+#include "muninn/ops/ops.hpp"
+
+namespace muninn {
+
+/// \brief Random stream kinds of CALM sampling (see stream_seed): the head's noise, the batch
+/// approximation's choice, the exact sampler's Bernoulli draws, BrierLM's head samples.
+enum class calm_stream : std::uint64_t { noise = 1, choice = 2, bernoulli = 3, brier = 4 };
+
+/// \brief Uniform noise in [-0.5, 0.5) for samples j0 … j0+count−1 at chunk position `p`:
+/// element k of sample j is `float(uniform01_at(stream_seed(seed, 1, p), j·noise + k) − 0.5)`
+/// (subtraction in double, one rounding to fp32). The reference draws `rand − 0.5` from torch's
+/// generator; ours is counter-based so any sample can be regenerated alone.
+inline std::vector<float> calm_noise(std::uint64_t seed, std::int64_t p, std::int64_t j0, std::int64_t count,
+                                     std::int64_t noise) {
+  const std::uint64_t s = stream_seed(seed, std::uint64_t(calm_stream::noise), std::uint64_t(p));
+  std::vector<float> u(std::size_t(count * noise));
+  for (std::int64_t j = 0; j < count; ++j)
+    for (std::int64_t k = 0; k < noise; ++k)
+      u[std::size_t(j * noise + k)] = float(uniform01_at(s, std::uint64_t((j0 + j) * noise + k)) - 0.5);
+  return u;
+}
+
+namespace head {
+
+/// \brief The energy head (the reference's `MLPGenerator.sample`), S samples per hidden row.
+///
+/// c = LN_h(Linear(h)) once per row; e = LN_u(Linear(u)) per sample; each block
+/// e += down(silu(g) · v) with [g; v] = L4(silu(L2(silu(L0([LN_in(e); c]))))); z = F2(silu(F0(LN(e)))).
+/// L0 over the concatenation is computed as two GEMMs: the c half once per row (shared by all S
+/// samples of that row), the e half per sample, summed — the same sum the reference's one GEMM makes.
+struct energy {
+  static constexpr const char* name = "energy";  ///< spelling used in messages
+
+  /// \brief Samples latents.
+  /// \param hidden backbone output [n, d] (backend)
+  /// \param noise  [n·S, noise] (backend), row i·S + s is sample s of row i
+  /// \param z      output [n·S, l] (backend)
+  template <class Backend, class T>
+  static void sample(const Backend& be, const energy_head_weights<Backend, T>& w, const T* hidden, std::int64_t n,
+                     const T* noise, std::int64_t S, T* z, calm_scratch<Backend, T>& scratch) {
+    const std::int64_t d = w.hidden_embd.out, rows = n * S;
+    T* c = scratch.get(be, 10, std::size_t(n * d));
+    linear_forward(be, w.hidden_embd, hidden, n, c);
+    layernorm(be, c, w.norm_hidden.w.data(), w.norm_hidden.b.data(), c, n, d, 1e-6f);
+    T* e = scratch.get(be, 11, std::size_t(rows * d));
+    linear_forward(be, w.noise_embd, noise, rows, e);
+    layernorm(be, e, w.norm_noise.w.data(), w.norm_noise.b.data(), e, rows, d, 1e-6f);
+    std::int32_t* owner = row_owners(be, n, S, scratch);
+    for (const auto& b : w.blocks) block(be, b, e, c, owner, n, S, d, scratch);
+    T* t = scratch.get(be, 12, std::size_t(rows * d));
+    T* u = scratch.get(be, 13, std::size_t(rows * d));
+    layernorm(be, e, w.final_ln.w.data(), w.final_ln.b.data(), t, rows, d, 1e-6f);
+    linear_forward(be, w.final0, t, rows, u);
+    silu(be, u, rows * d);
+    linear_forward(be, w.final2, u, rows, z);
+  }
+
+ private:
+  // owner[i·S + s] = i: which hidden row each sample belongs to (for the gather of the c half).
+  template <class Backend, class T>
+  static std::int32_t* row_owners(const Backend& be, std::int64_t n, std::int64_t S, calm_scratch<Backend, T>& scratch) {
+    std::vector<std::int32_t> host(std::size_t(n * S));
+    for (std::int64_t r = 0; r < n * S; ++r) host[std::size_t(r)] = std::int32_t(r / S);
+    std::int32_t* owner = scratch.ids(be, 0, host.size());
+    be.upload(owner, host.data(), host.size());
+    return owner;
+  }
+
+  template <class Backend, class T>
+  static void block(const Backend& be, const energy_block_weights<Backend, T>& b, T* e, const T* c,
+                    const std::int32_t* owner, std::int64_t n, std::int64_t S, std::int64_t d,
+                    calm_scratch<Backend, T>& scratch) {
+    const std::int64_t rows = n * S;
+    // c half of L0 (+ its bias) per row, then spread to that row's samples.
+    T* cw = scratch.get(be, 14, std::size_t(n * d));
+    gemm_nt(be, n, d, d, 1.0f, c, d, b.l0.w.data() + d, 2 * d, 0.0f, cw, d);
+    add_bias_rows(be, cw, d, b.l0.b.data(), n, d);
+    T* a = scratch.get(be, 15, std::size_t(rows * d));
+    gather_rows(be, cw, d, owner, rows, d, a, d);
+    // e half of L0 accumulated on top.
+    T* t = scratch.get(be, 12, std::size_t(rows * d));
+    layernorm(be, e, b.in_ln.w.data(), b.in_ln.b.data(), t, rows, d, 1e-6f);
+    gemm_nt(be, rows, d, d, 1.0f, t, d, b.l0.w.data(), 2 * d, 1.0f, a, d);
+    silu(be, a, rows * d);
+    linear_forward(be, b.l2, a, rows, t);
+    silu(be, t, rows * d);
+    T* gv = scratch.get(be, 16, std::size_t(rows * 2 * d));
+    linear_forward(be, b.l4, t, rows, gv);
+    silu_mul(be, gv, 2 * d, a, d, rows, d);
+    gemm_nt(be, rows, d, d, 1.0f, a, d, b.down.w.data(), d, 1.0f, e, d);  // e += down(·)
+    add_bias_rows(be, e, d, b.down.b.data(), rows, d);
+  }
+};
+
+}  // namespace head
+}  // namespace muninn
