@@ -46,45 +46,48 @@ API
 Every computation is batch 1 (rows of the reference are independent), fp32, CPU. `margins` lists
 passed to the decoding functions collect the top-1 minus top-2 logit gap of every argmax.
 
-expected.json (tests/data/calm/, written by make_calm_fixtures.py)
------------------------------------------------------------------
-Floats are rounded to 8 significant digits; every tensor is flattened row-major into one list.
-K = patch_size, V = vocab, l = latent_size, d = CALM hidden, H = AE hidden, nz = noise_size.
-  "generator"         script, seeds, torch version
+expected.json (tests/data/calm/, written by make_calm_fixtures.py; README.md there has tables)
+----------------------------------------------------------------------------------------------
+Floats are rounded to 8 significant digits (`v`, `temperature`: exact doubles); every tensor is
+flattened row-major into one list; ids are int lists. K = patch_size, V = vocab, l = latent_size,
+d = CALM hidden, nz = noise_size; p = chunk position (its hidden state predicts chunk p+1).
+  "generator"         {"script", "attempt", "ae_weight_seed", "calm_weight_seed", "ids_seed",
+                       "torch_version"}
   "config"            {"vocab_size", "pad_token_id", "eos_token_id", "bos_token_id",
                        "patch_size", "latent_size", "noise_size", "hidden_size" (d),
-                       "ae_hidden_size" (H), "num_hidden_layers", "num_mlp_layers",
+                       "ae_hidden_size", "num_hidden_layers", "num_mlp_layers",
                        "num_attention_heads", "num_key_value_heads"}
-  "tolerances"        {"float": abs tolerance for any float list, "brier": for Brier values}
+  "tolerances"        {"float": abs tolerance for every float list, "brier": for Brier values}
   "min_argmax_margin" every argmax behind an id in this file has top1 - top2 >= this
   "checkpoint"        {"calm_bin_keys", "calm_bin_storages", "ae_bin_keys", "ae_bin_storages",
                        "calm_safetensors_keys"}
-  "ids"               [6*K] ints: the test sequence (6 chunks)
-  "ae": "mean", "log_std"   [6*l]  encoder outputs of the 6 chunks of ids
-        "decoded_logits"    [6*K*V] decoder(mean) logits, token-major
-        "decoded_ids"       [6*K] argmax of decoded_logits
-  "embed_proj"        [6*d] embed_proj output (backbone input) of the 6 chunks
-  "hidden"            [6*d] final normed backbone hidden at chunk positions 0..5 (causal)
-  "head_noise"        [6*3*nz] explicit noise u for 3 samples per position (p-major, then sample)
-  "head_samples"      [6*3*l] head(hidden[p], u[p][s])
+  "ids"               [6*K] the test sequence (6 chunks)
+  "ae"                {"mean" [6*l], "log_std" [6*l]: encoder outputs of the 6 chunks of ids;
+                       "decoded_logits" [6*K*V]: decoder(mean), row = token (chunk-major);
+                       "decoded_ids" [6*K]: their argmax}
+  "embed_proj"        [6*d] embed_proj output (the backbone input) of the 6 chunks
+  "hidden"            [6*d] final normed backbone hidden at positions 0..5 (causal)
+  "head_noise"        [6*3*nz] explicit noise u, layout [p][s][k] (3 samples per position)
+  "head_samples"      [6*3*l] head(hidden[p], u[p][s]), layout [p][s][i]
   "head_stream"       {"seed": 1234, "samples_per_position": 2,
-                       "noise": [6*2*nz] the kind-1 noise of samples j = 0, 1 at positions 0..5,
-                       "samples": [6*2*l] head outputs from that noise,
-                       "chunks": [6*2*K] argmax decoded chunks of those samples}
-  "generate"          list of cases {"name", "prompt" [ints], "padded_prompt" [ints],
-                       "temperature", "sampler" ("approx" | "exact"), "num_samples" (approx T<1),
-                       "n", "alpha" (exact), "seed", "max_length",
-                       "output" [ints]: the final sequence with every PAD removed,
-                       "full" [ints]: the sequence before PAD removal,
-                       "finished_by_eos" bool,
-                       "steps": list per generated chunk {"position" p, "hidden" [d],
-                         "chunk" [K], and per sampler: approx T<1: "pool" [N*K] the decoded
-                         samples j = 0..N-1, "m" (the m that had candidates), "v" (kind-2
-                         uniform); exact: "draws" (head samples used), "bernoulli" (kind-3
-                         draws used), "pool" [draws*K] every drawn chunk in order}}
-  "brier"             {"seed": 1234, "brier1".."brier4", "brierlm" (= 100*max(prod,0)^0.25),
-                       "positions": 5, "chunks": [5*2*K] the decoded samples j = 0, 1 at
-                       positions 0..4 (kind-4 seed), "estimates": [5*4] acc1+acc2-var}
+                       "noise" [6*2*nz]: kind-1 noise of samples j = 0, 1 at p = 0..5, [p][j][k],
+                       "samples" [6*2*l]: head outputs from that noise,
+                       "chunks" [6*2*K]: their argmax decoded chunks, [p][j][t]}
+  "generate"          list of cases {"name", "prompt", "padded_prompt", "temperature",
+                       "sampler" ("approx" | "exact"), "num_samples" (approx, T < 1 only),
+                       "n", "alpha" (exact only), "seed", "max_length",
+                       "output": the final ids with every PAD removed,
+                       "full": the ids before PAD removal, "finished_by_eos",
+                       "steps": one per generated chunk {"position" p, "hidden" [d], "chunk" [K];
+                         approx T < 1: "pool" [N*K] decoded samples j = 0..N-1, "m" (the m that
+                         had candidates), "v" (kind-2 uniform); exact: "draws" (head samples
+                         used), "bernoulli" (kind-3 uniforms used), "pool" [draws*K] every drawn
+                         chunk in order}}
+                       names: t1, t1_2_n16, t1_3_n16, exact_t1_2, exact_t0_4, eos_t1, pad_t1
+  "brier"             {"seed": 1234, "brier1".."brier4", "brierlm" (= 100*max(prod, 0)^0.25),
+                       "positions": 5, "chunks" [5*2*K]: decoded samples j = 0, 1 at p = 0..4
+                       (kind-1 rule with seed stream_seed(1234, 4, 0)), [p][j][t],
+                       "estimates" [5*4]: acc1 + acc2 - var, [p][n-1]}
 """
 import json
 import math
@@ -430,13 +433,14 @@ class Autoencoder:
         return linear(x, self.lm_head)
 
     def state_dict(self, prefix=""):
-        """The reference's state_dict order; `decoder.lm_head_weight` IS the embedding tensor
-        (so torch.save writes one storage for both)."""
+        """The reference's state_dict order. Like nn.Module.state_dict, every entry is its own
+        tensor object (a detached view), so `decoder.lm_head_weight` is a second tensor on the
+        embedding's storage: torch.save writes one storage record for both."""
         sd = {}
         for name, _, _ in self.shapes():
             if name == "decoder.latent_to_hidden.weight":
-                sd[prefix + "decoder.lm_head_weight"] = self.lm_head
-            sd[prefix + name] = self.w[name]
+                sd[prefix + "decoder.lm_head_weight"] = self.lm_head.detach()
+            sd[prefix + name] = self.w[name].detach()
         return sd
 
     def save(self, folder):
@@ -805,18 +809,19 @@ class CALM:
         """fmt "bin": the reference's EnergyTransformer.state_dict() (order and aliases: the AE
         under ae_model.* with decoder.lm_head_weight = the embedding tensor, the head under
         mlp_generator.* and generative_head.* as the same tensors). fmt "safetensors": no AE, the
-        head once under generative_head.*."""
+        head once under generative_head.*. Every entry is its own tensor object (a detached view,
+        as nn.Module.state_dict gives); aliases share the storage."""
         sd = {}
         if fmt == "bin":
             sd.update(self.ae.state_dict("ae_model."))
         for name, _, _ in self.transformer_shapes():
-            sd[name] = self.w[name]
+            sd[name] = self.w[name].detach()
         prefixes = ("mlp_generator.", "generative_head.") if fmt == "bin" else ("generative_head.",)
         for pre in prefixes:
             for name, _, _ in self.head_shapes():
-                sd[pre + name] = self.w["mlp_generator." + name]
+                sd[pre + name] = self.w["mlp_generator." + name].detach()
         for name, _, _ in self.embed_proj_shapes():
-            sd[name] = self.w[name]
+            sd[name] = self.w[name].detach()
         return sd
 
     def save(self, folder, ae_path, fmt="bin"):

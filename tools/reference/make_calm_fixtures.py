@@ -152,6 +152,11 @@ def try_attempt(attempt):
             break
     else:
         return None
+    # the other argmax decisions written to expected.json: decoded_ids, head_stream.chunks
+    C.argmax_margin(m.ae.decode(m.ae.encode(ids)[0]), margins)
+    hidden = m.backbone(ids)
+    for p in range(N_CHUNKS):
+        m.samples(hidden[p], p, STREAM_SEED, 0, 2, margins)
     prompt = ids[:5]
     cases = [
         gen_case(m, "t1", prompt, 1.0, "approx", GEN_SEED, margins=margins),
