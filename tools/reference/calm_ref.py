@@ -420,13 +420,12 @@ class Autoencoder:
     def decode(self, z):
         """z [P, l] -> logits [P*K, V] (chunk p's token k is row p*K + k)."""
         c, w = self.cfg, self.w
-        K, H = c.patch_size, c.hidden_size
         x = linear(z, w["decoder.latent_to_hidden.weight"], w["decoder.latent_to_hidden.bias"])
         half = c.num_decoder_layers // 2
         for i in range(half):
             x = self._layer(f"decoder.decoder_layers.{i}.", x)
         x = linear(x, w["decoder.expand_layer.weight"], w["decoder.expand_layer.bias"])
-        x = x.reshape(-1, H)                                         # [P*K, H], token-major split
+        x = x.reshape(-1, c.hidden_size)                             # [P*K, H], token-major split
         for i in range(half, c.num_decoder_layers):
             x = self._layer(f"decoder.decoder_layers.{i}.", x)
         x = rms_norm(x, w["decoder.norm.weight"], c.rms_norm_eps)
@@ -554,8 +553,9 @@ class CALM:
         gain = gain or {}
         g = torch.Generator().manual_seed(seed)
         w = {}
-        shapes = self.transformer_shapes() + [("mlp_generator." + n, s, k) for n, s, k in self.head_shapes()] \
-            + self.embed_proj_shapes()
+        shapes = (self.transformer_shapes()
+                  + [("mlp_generator." + n, s, k) for n, s, k in self.head_shapes()]
+                  + self.embed_proj_shapes())
         for name, shape, kind in shapes:
             if kind == "embed":
                 w[name] = _randn(g, shape)

@@ -130,7 +130,7 @@ def main():
                 same(f"{sub}/pytorch_model.bin zip record names == upstream's",
                      sorted(za.namelist()), sorted(zb.namelist()))
                 same(f"{sub}/pytorch_model.bin data.pkl == upstream's (byte for byte)",
-                     za.read(f"pytorch_model/data.pkl"), zb.read(f"pytorch_model/data.pkl"))
+                     za.read("pytorch_model/data.pkl"), zb.read("pytorch_model/data.pkl"))
             ba = open(os.path.join(tmp, sub, "pytorch_model.bin"), "rb").read()
             bb = open(os.path.join(fx, sub, "pytorch_model.bin"), "rb").read()
             print(f"info {sub}/pytorch_model.bin byte-identical to upstream's save: {ba == bb}")
@@ -145,10 +145,12 @@ def main():
         m_mu, m_ls = mine.ae.encode(E["ids"])
         compare("AE mean (upstream encoder vs calm_ref)", mu[0], m_mu)
         compare("AE log_std", ls[0], m_ls)
-        compare("AE mean, standalone upstream Autoencoder", torch.chunk(up_ae.encoder(input_ids=ids), 2, -1)[0][0], m_mu)
+        compare("AE mean, standalone upstream Autoencoder",
+                torch.chunk(up_ae.encoder(input_ids=ids), 2, -1)[0][0], m_mu)
         lg = up.ae_model.decoder(latent_states=mu)
         compare("decoder logits from the means", lg[0], mine.ae.decode(m_mu))
-        compare("decoder logits vs expected.json", lg.reshape(-1), torch.tensor(E["ae"]["decoded_logits"]), 1e-4)
+        compare("decoder logits vs expected.json", lg.reshape(-1),
+                torch.tensor(E["ae"]["decoded_logits"]), 1e-4)
         emb = up.transformer.embed_tokens(ids).reshape(1, L, -1)
         x = up.embed_proj(emb)
         compare("embed_proj output", x[0], mine.embed_chunks(E["ids"]))
@@ -172,7 +174,8 @@ def main():
                 return self.u
 
         def fake_rand(*shape, **kw):
-            shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+            if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+                shape = tuple(shape[0])
             u = queue.pop(0)
             assert tuple(u.shape) == shape, (u.shape, shape)
             assert kw.get("dtype") in (None, torch.float32)
@@ -193,7 +196,8 @@ def main():
                     torch.tensor(E["head_stream"]["noise"]), 0)
             queue.append(un)
             z = up.generative_head.sample(hid[0][:, None, :].expand(L, 2, -1).contiguous())
-            compare("head samples, kind-1 stream noise", z.reshape(-1), torch.tensor(E["head_stream"]["samples"]), 1e-4)
+            compare("head samples, kind-1 stream noise", z.reshape(-1),
+                    torch.tensor(E["head_stream"]["samples"]), 1e-4)
 
             # generate: Algorithm 2 cases (T = 1 and 1/n)
             step = {"p": None, "seed": None}
@@ -240,8 +244,8 @@ def main():
                     got = [t for t in out[0].tolist() if t != cfg.pad_token_id]
                     same(f"generate {case['name']} (upstream, patched RNG) == expected output", got,
                          case["output"])
-                    same(f"generate {case['name']}: steps", step["next"] - (len(case["padded_prompt"]) // K - 1),
-                         len(case["steps"]))
+                    first = len(case["padded_prompt"]) // K - 1
+                    same(f"generate {case['name']}: steps", step["next"] - first, len(case["steps"]))
             finally:
                 type(up).temperature_sampling = orig_ts
                 random.choices = orig_choices
