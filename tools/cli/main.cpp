@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "calm_commands.hpp"
 #include "cli_args.hpp"
 #include "commands.hpp"
 #include "demo.hpp"
@@ -104,6 +105,7 @@ int cmd_info(int argc, char** argv) {
   const cli::args a(argc, argv, 2, spec);
   if (a.help()) return print_help(spec);
   const std::string dir = require_model_dir(a);
+  if (cli::calm_kind_of(dir) == cli::calm_dir_kind::model) return cli::calm_info(dir, a.get("--ae", ""));
   const std::string yaml = a.get("--config", "");
   const cli::model_kind kind = cli::detect_model(dir, yaml);
   const bool llama = kind == cli::model_kind::llama;
@@ -232,6 +234,11 @@ int cmd_generate(int argc, char** argv) {
   if (dev.cuda) cli::cuda_require_device();
 #endif
   const std::string dir = require_model_dir(a);
+  if (cli::calm_kind_of(dir) == cli::calm_dir_kind::model) {
+    MUNINN_CHECK(!dev.cuda, "a CALM model runs on the host in this CLI (--device cpu); the library runs it on CUDA");
+    a.require("--max-new-tokens");
+    return cli::calm_generate(dir, a);
+  }
   const std::string yaml = a.get("--config", "");
   const cli::model_kind kind = cli::detect_model(dir, yaml);  // config.json is read once per command
   std::optional<io::tokenizer> tok;
@@ -299,8 +306,13 @@ int main(int argc, char** argv) {
     if (cmd == "forward") return cmd_forward(argc, argv);
     if (cmd == "generate") return cmd_generate(argc, argv);
     if (cmd == "score") return cmd_score(argc, argv);
+    if (cmd == "ae") {
+      const cli::command_spec spec = cli::ae_spec();
+      const cli::args a(argc, argv, 2, spec);
+      return a.help() ? print_help(spec) : cli::run_ae(a);
+    }
     if (cmd == "demo") return muninn::cli::run_demo<cli_model>(argc, argv);
-    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, demo)");
+    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, ae, demo)");
   } catch (const std::exception& e) {
     return report(e);
   }

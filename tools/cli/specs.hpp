@@ -26,7 +26,9 @@ inline std::vector<flag_spec> run_flags() {
 
 inline command_spec info_spec() {
   return {"info", "--model DIR", "config, parameter count, dtype and memory of a checkpoint",
-          {model_flag(), {"--config", "FILE.yaml", "Mixture-of-Recursions: the run's Hydra YAML"}}, ""};
+          {model_flag(), {"--config", "FILE.yaml", "Mixture-of-Recursions: the run's Hydra YAML"},
+           {"--ae", "DIR", "CALM: the autoencoder's directory (its config.json is always needed)"}},
+          ""};
 }
 
 inline command_spec forward_spec() {
@@ -71,7 +73,12 @@ inline std::vector<flag_spec> generate_only_flags() {
       {"--top-p", "P", "nucleus sampling, in (0, 1] (default 1)"},
       {"--min-p", "P", "drop tokens below P times the top probability, in [0, 1] (default 0)"},
       {"--repetition-penalty", "R", "penalty on tokens already in the sequence, > 0 (default 1)"},
-      {"--sampler", "plain|parallel", "plain: one token per pass (default); parallel: the diffusion-style sampler"},
+      {"--sampler", "plain|parallel|approx|exact",
+       "plain: one token per pass (default); parallel: the diffusion-style sampler; CALM below T = 1: approx "
+       "(the reference's, default) or exact"},
+      {"--num-samples", "N", "CALM, --sampler approx: head samples per step, >= 1 (default 200)"},
+      {"--max-draws", "N", "CALM, --sampler exact: head samples per step before giving up (default 1048576)"},
+      {"--ae", "DIR", "CALM: the autoencoder's directory (config.json; weights when the model does not embed them)"},
       {"--inner-recurrence", "N", "parallel: recurrences per sampler step, >= 1 (default 4)"},
       {"--headway", "N", "parallel: positions the wavefront grows by per step, >= 1 (default 1)"},
       {"--max-wavefront", "N", "parallel: positions recurring at once at most, 0 = unbounded (default 128)"},
@@ -132,9 +139,22 @@ inline command_spec demo_spec() {
           "A progress bar is drawn on stderr when stderr is a terminal."};
 }
 
+/// \brief `muninn ae`'s flags.
+inline command_spec ae_spec() {
+  return {"ae",
+          "--model DIR (--tokens 1,2,3,4 | --prompt TEXT) [--ae DIR]",
+          "CALM chunk autoencoder round trip: encode each chunk, decode its mean, report token accuracy",
+          {{"--model", "DIR", "an autoencoder directory, or a CALM directory (its embedded or --ae autoencoder)", true},
+           {"--tokens", "1,2,3,4", "token ids", true},
+           {"--prompt", "TEXT", "text, encoded with DIR/tokenizer.json", true},
+           {"--ae", "DIR", "with a CALM directory: the autoencoder's directory (config.json, and weights if not embedded)"}},
+          "A length that is not a multiple of the chunk size is padded with [PAD]; accuracy counts only the\n"
+          "given tokens. Prints the reconstructed ids, then `accuracy=A (n/N tokens)`."};
+}
+
 /// \brief Every subcommand, in the order `muninn --help` lists them.
 inline std::vector<command_spec> all_specs() {
-  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec()};
+  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec(), ae_spec()};
 }
 
 /// \brief "  --steps R" padded to the help column.

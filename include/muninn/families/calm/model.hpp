@@ -121,6 +121,31 @@ class calm_model {
     return out;
   }
 
+  /// \brief Samples 0 … S−1 for each of n hidden rows [n, d] at chunk positions p0 … p0+n−1
+  /// (noise of `seed` by calm_noise), decoded: [n, S, K] ids.
+  std::vector<std::int32_t> sample_chunks_rows(const std::vector<float>& hidden, std::int64_t p0, std::uint64_t seed,
+                                               std::int64_t S) {
+    const std::int64_t d = cfg_.backbone.n_embd, l = cfg_.latent_size, K = cfg_.patch_size;
+    const std::int64_t n = std::int64_t(hidden.size()) / d;
+    MUNINN_CHECK(n > 0 && n * d == std::int64_t(hidden.size()), "calm: hidden holds ", hidden.size(),
+                 " values, not a positive multiple of hidden_size ", d);
+    std::vector<float> noise;
+    noise.reserve(std::size_t(n * S * cfg_.noise_size));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::vector<float> u = calm_noise(seed, p0 + i, 0, S, cfg_.noise_size);
+      noise.insert(noise.end(), u.begin(), u.end());
+    }
+    T* dh = put(20, hidden);
+    T* du = put(21, noise);
+    T* z = scratch_.get(be_, 22, std::size_t(n * S * l));
+    head::energy::sample(be_, head_, dh, n, du, S, z, scratch_);
+    std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(n * S * K));
+    ae_.decode_argmax(z, n * S, ids);
+    std::vector<std::int32_t> out(std::size_t(n * S * K));
+    be_.download(out.data(), ids, out.size());
+    return out;
+  }
+
  private:
   // embed_proj: the K backbone embeddings of each chunk side by side → Linear → SiLU → Linear → LayerNorm.
   T* compress(const std::vector<std::int32_t>& ids, std::int64_t n) {

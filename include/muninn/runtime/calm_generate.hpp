@@ -1,0 +1,109 @@
+#pragma once
+/// \file
+/// \brief CALM generation: K tokens per step from the energy head, at temperature 1 (one head
+/// sample) or below it by the batch approximation or the exact likelihood-free sampler.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "muninn/core/error.hpp"
+#include "muninn/families/calm/model.hpp"
+#include "muninn/runtime/chunk_sampling.hpp"
+
+namespace muninn {
+
+/// \brief How the next chunk is drawn below temperature 1.
+enum class calm_sampler {
+  approximate,  ///< the reference's: N head samples, chunks seen at least m times weighted by C(count, m)
+  exact,        ///< the paper's Algorithm 1: exact P^{1/T} for any T in (0, 1], a random number of draws
+};
+
+/// \brief Settings of one CALM generation.
+struct calm_generate_options {
+  std::int64_t max_length = 2048;  ///< stop once prompt (padded) + generated tokens reach this
+  double temperature = 0.5;        ///< T in (0, 1]; the reference's default is 1/2
+  calm_sampler sampler = calm_sampler::approximate;  ///< used when T < 1
+  std::int64_t num_samples = 200;  ///< N, head samples per step of the batch approximation
+  std::int64_t max_draws = exact_sampler_default_max_draws;  ///< bound of the exact sampler per step
+  std::int64_t draw_batch = 64;    ///< head samples the exact sampler asks for at once (no effect on results)
+  std::uint64_t seed = 0;          ///< the run's seed: every random number is a counter-based draw of it
+};
+
+/// \brief What a CALM generation produced.
+struct calm_generation {
+  std::vector<std::int32_t> ids;         ///< prompt + generated tokens with every [PAD] removed (as the reference)
+  std::vector<std::int32_t> padded;      ///< prompt, its padding, then the generated chunks, as fed
+  std::vector<std::int64_t> draws;       ///< head samples drawn at each step
+  bool stopped_at_eos = false;           ///< a generated chunk held the EOS id
+};
+
+namespace detail {
+
+// The next chunk from the hidden state of chunk position p.
+template <class Backend, class T>
+std::vector<std::int32_t> next_calm_chunk(calm_model<Backend, T>& m, const std::vector<float>& h, std::int64_t p,
+                                          const calm_generate_options& o, std::int64_t& draws) {
+  const std::int64_t K = m.patch_size();
+  if (o.temperature == 1.0) {
+    draws = 1;
+    return m.sample_chunks(h, p, o.seed, 0, 1);
+  }
+  if (o.sampler == calm_sampler::approximate) {
+    draws = o.num_samples;
+    const std::vector<std::int32_t> pool = m.sample_chunks(h, p, o.seed, 0, o.num_samples);
+    const double v = uniform01_at(stream_seed(o.seed, std::uint64_t(calm_stream::choice), std::uint64_t(p)), 0);
+    return choose_by_count(pool, o.num_samples, K, temperature_power(o.temperature), v).chunk;
+  }
+  const auto source = [&](std::int64_t j0, std::int64_t count) { return m.sample_chunks(h, p, o.seed, j0, count); };
+  const auto bernoulli = [&](std::int64_t i) {
+    return uniform01_at(stream_seed(o.seed, std::uint64_t(calm_stream::bernoulli), std::uint64_t(p)), std::uint64_t(i));
+  };
+  exact_sample s = sample_exact(source, K, o.temperature, bernoulli, o.max_draws, o.draw_batch);
+  draws = s.draws;
+  return s.chunk;
+}
+
+}  // namespace detail
+
+/// \brief Generates from `prompt` as the reference's `CALM.generate` does for one sequence: a
+/// prompt that is not a whole number of chunks is right-padded with [PAD]; the first pass runs
+/// every prompt chunk, then each step feeds the chunk just drawn; a chunk holding EOS anywhere
+/// ends the generation (the chunk is kept whole); at least one chunk is drawn; every [PAD] is
+/// removed from the result. Randomness is counter-based (see calm_noise): the same seed gives the
+/// same tokens on every backend and whatever the batch of head samples.
+/// \throws muninn::error for T outside (0, 1], a batch-approximation T whose 1/T is not an
+///         integer, a prompt that needs padding without a pad id, or max_length beyond the context
+template <class Backend, class T>
+calm_generation generate_calm(calm_model<Backend, T>& m, const std::vector<std::int32_t>& prompt,
+                              const calm_generate_options& o) {
+  const calm_config& c = m.config();
+  const std::int64_t K = c.patch_size;
+  check_temperature(o.temperature, o.sampler == calm_sampler::approximate && o.temperature < 1.0);
+  MUNINN_CHECK(!prompt.empty(), "calm generate: empty prompt");
+  calm_generation g;
+  g.padded = prompt;
+  if (prompt.size() % std::size_t(K) != 0) {
+    MUNINN_CHECK(c.pad_id >= 0, c.source, ": the prompt of ", prompt.size(), " tokens needs padding to a multiple of ",
+                 K, " but the config has no pad_token_id");
+    g.padded.resize((prompt.size() / std::size_t(K) + 1) * std::size_t(K), std::int32_t(c.pad_id));
+  }
+  const std::int64_t max_chunks = std::max<std::int64_t>(std::int64_t(g.padded.size()) / K + 1, (o.max_length + K - 1) / K);
+  auto ctx = m.make_context(max_chunks, std::int64_t(g.padded.size()) / K);
+  std::vector<float> h = m.hidden(ctx, g.padded, logits_for::last);
+  for (;;) {
+    const std::int64_t p = std::int64_t(g.padded.size()) / K - 1;  // the position h belongs to
+    std::int64_t draws = 0;
+    const std::vector<std::int32_t> chunk = detail::next_calm_chunk(m, h, p, o, draws);
+    g.draws.push_back(draws);
+    g.padded.insert(g.padded.end(), chunk.begin(), chunk.end());
+    g.stopped_at_eos = c.eos_id >= 0 && std::find(chunk.begin(), chunk.end(), std::int32_t(c.eos_id)) != chunk.end();
+    if (g.stopped_at_eos || std::int64_t(g.padded.size()) >= o.max_length) break;
+    h = m.hidden(ctx, chunk, logits_for::last);
+  }
+  for (std::int32_t t : g.padded)
+    if (t != c.pad_id) g.ids.push_back(t);
+  return g;
+}
+
+}  // namespace muninn

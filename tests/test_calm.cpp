@@ -1,0 +1,268 @@
+// CALM: loading the released layout (and its failure modes), the model's invariants on random
+// checkpoints written through the real format, and the model against our PyTorch reference
+// (tools/reference/calm_ref.py, fixtures in tests/data/calm).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "muninn/families/calm/model.hpp"
+#include "muninn/families/calm/random_checkpoint.hpp"
+#include "muninn/muninn.hpp"
+#include "muninn/runtime/calm_brier.hpp"
+#include "muninn/runtime/calm_generate.hpp"
+#include "test_io_util.hpp"
+#include "test_util.hpp"
+
+using namespace muninn;
+using calm = calm_model<host_backend, float>;
+
+namespace {
+
+calm_shape tiny_shape() {
+  calm_shape s;
+  s.vocab = 64;
+  s.hidden = 32;
+  s.inter = 64;
+  s.layers = 2;
+  s.heads = 4;
+  s.positions = 64;
+  s.patch = 4;
+  s.latent = 8;
+  s.noise = 4;
+  s.blocks = 2;
+  s.ae_hidden = 32;
+  s.ae_inter = 64;
+  s.ae_layers = 2;
+  return s;
+}
+
+// Replaces `from` by `to` in a text file (a config edit).
+void edit(const std::string& path, const std::string& from, const std::string& to) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " not in " << path;
+  text.replace(at, from.size(), to);
+  muninn_test::write_bytes(path, text);
+}
+
+class CalmRandom : public muninn_test::temp_dir_test {
+ protected:
+  CalmRandom() : temp_dir_test("muninn_calm_") {}
+  void SetUp() override {
+    temp_dir_test::SetUp();
+    ae_ = write_random_calm(dir_.string(), tiny_shape(), 21);
+  }
+  std::string ae_;
+};
+
+}  // namespace
+
+TEST_F(CalmRandom, FindsTheAutoencoderBesideTheWeights) {
+  calm m = calm::load(dir_.string());
+  EXPECT_EQ(m.patch_size(), 4);
+  EXPECT_EQ(m.autoencoder().config().hidden_size, 32);
+}
+
+TEST_F(CalmRandom, AMissingAutoencoderConfigIsOneErrorThatNamesTheOverride) {
+  std::filesystem::rename(ae_, path("elsewhere"));
+  const std::string msg = muninn_test::error_of([&] { calm::load(dir_.string()); });
+  EXPECT_NE(msg.find("/absent/calm-autoencoder/config.json"), std::string::npos) << msg;  // ae_path was tried
+  EXPECT_NE(msg.find("--ae DIR"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("eps"), std::string::npos) << msg;
+  EXPECT_NO_THROW(calm::load(dir_.string(), path("elsewhere")));
+  EXPECT_NE(muninn_test::error_of([&] { calm::load(dir_.string(), path("nowhere")); }).find("has no config.json"),
+            std::string::npos);
+}
+
+TEST_F(CalmRandom, ChunkSizeMustAgreeBetweenBackboneAndAutoencoder) {
+  edit(ae_ + "/config.json", "\"patch_size\": 4", "\"patch_size\": 2");
+  const std::string msg = muninn_test::error_of([&] { calm::load(dir_.string()); });
+  EXPECT_NE(msg.find("patch_size 4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("patch_size 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(ae_), std::string::npos) << msg;
+}
+
+TEST_F(CalmRandom, AnAutoencoderConfigWithoutEpsTakesTheClassDefault) {
+  // rms_norm_eps absent: the reference's class default (1e-6) applies, as transformers would load it.
+  edit(ae_ + "/config.json", "\"rms_norm_eps\": 1e-06, ", "");
+  EXPECT_FLOAT_EQ(calm::load(dir_.string()).autoencoder().config().eps, 1e-6f);
+}
+
+TEST_F(CalmRandom, AMisshapenTensorNamesTheTensorAndTheConfigValue) {
+  edit(path("config.json"), "\"noise_size\": 4", "\"noise_size\": 5");
+  const std::string msg = muninn_test::error_of([&] { calm::load(dir_.string()); });
+  EXPECT_NE(msg.find("generative_head.noise_embd.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("noise_size=5"), std::string::npos) << msg;
+}
+
+TEST_F(CalmRandom, ChunkedPrefillEqualsOnePass) {
+  calm m = calm::load(dir_.string());
+  std::vector<std::int32_t> ids(24);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t((i * 37 + 5) % 63);
+  auto one = m.make_context(6);
+  const std::vector<float> all = m.hidden(one, ids, logits_for::all);
+  auto ctx = m.make_context(6);
+  const std::int64_t d = m.config().backbone.n_embd;
+  for (std::int64_t c = 0; c < 6; ++c) {
+    const std::vector<std::int32_t> chunk(ids.begin() + c * 4, ids.begin() + c * 4 + 4);
+    const std::vector<float> h = m.hidden(ctx, chunk, logits_for::last);
+    const std::vector<float> want(all.begin() + c * d, all.begin() + (c + 1) * d);
+    EXPECT_LT(muninn_test::max_abs_diff(h, want), 1e-5) << "chunk " << c;
+  }
+}
+
+TEST_F(CalmRandom, ASampleDependsOnlyOnSeedPositionAndIndex) {
+  calm m = calm::load(dir_.string());
+  auto ctx = m.make_context(4);
+  const std::vector<float> h = m.hidden(ctx, {1, 2, 3, 4, 5, 6, 7, 8}, logits_for::last);
+  const auto five = m.sample_chunks(h, 1, 99, 0, 5);
+  const auto two = m.sample_chunks(h, 1, 99, 3, 2);
+  EXPECT_EQ(std::vector<std::int32_t>(five.begin() + 12, five.end()), two);
+  EXPECT_NE(m.sample_chunks(h, 2, 99, 0, 5), five);  // another position draws other noise
+}
+
+TEST_F(CalmRandom, DecodingInBlocksEqualsOneBlock) {
+  calm m = calm::load(dir_.string());
+  const std::int64_t l = m.config().latent_size, n = 7;
+  const std::vector<float> z = muninn_test::random_vec(std::size_t(n * l), 5, -3.0f, 3.0f);
+  const std::vector<std::int32_t> whole = m.autoencoder().decode(z);
+  host_backend be;
+  auto dz = be.alloc<float>(z.size());
+  std::copy(z.begin(), z.end(), dz.data());
+  std::vector<std::int32_t> blocks(whole.size());
+  m.autoencoder().decode_argmax(dz.data(), n, blocks.data(), 1);  // one chunk per block
+  EXPECT_EQ(blocks, whole);
+}
+
+TEST_F(CalmRandom, GenerationPadsThePromptRemovesPadsAndStopsAtMaxLength) {
+  calm m = calm::load(dir_.string());
+  calm_generate_options o;
+  o.temperature = 1.0;
+  o.max_length = 17;  // padded prompt 8 → chunks at 8, 12, 16 → stops at 20 >= 17
+  o.seed = 4;
+  const calm_generation g = generate_calm(m, {3, 4, 5, 6, 7}, o);
+  EXPECT_EQ(g.padded.size() % 4, 0u);
+  EXPECT_EQ(g.padded[5], 63);  // the pad id
+  EXPECT_TRUE(g.stopped_at_eos || g.padded.size() == 20u) << g.padded.size();
+  EXPECT_EQ(std::count(g.ids.begin(), g.ids.end(), 63), 0);
+  EXPECT_EQ(std::vector<std::int32_t>(g.ids.begin(), g.ids.begin() + 5), (std::vector<std::int32_t>{3, 4, 5, 6, 7}));
+  EXPECT_EQ(generate_calm(m, {3, 4, 5, 6, 7}, o).padded, g.padded);  // seeded: reproducible
+}
+
+// ---------------------------------------------------------------- against tools/reference/calm_ref.py
+
+namespace {
+
+const std::string calm_data = std::string(MUNINN_TEST_DATA) + "/calm/";
+constexpr double kTol = 1e-4;  // fp32, as the fixture's "tolerances.float" states
+
+const io::json& expected_json() {
+  static const io::json j = io::read_json_file(calm_data + "expected.json");
+  return j;
+}
+std::vector<float> floats_of(const io::json& arr) {
+  std::vector<float> v;
+  for (const auto& x : arr.as_array()) v.push_back(float(x.as_double()));
+  return v;
+}
+
+}  // namespace
+
+TEST(CalmReference, TheReleasedLayoutsLoad) {
+  // calm/: .bin with the autoencoder embedded and the head under both prefixes (one storage);
+  // its config's ae_path does not exist, so the autoencoder's config comes from --ae.
+  EXPECT_NE(muninn_test::error_of([] { calm::load(calm_data + "calm"); }).find("--ae DIR"), std::string::npos);
+  calm bin = calm::load(calm_data + "calm", calm_data + "ae");
+  calm st = calm::load(calm_data + "calm_safetensors", calm_data + "ae");  // no embedded autoencoder
+  const auto ids = muninn_test::ids_of(expected_json().at("ids"));
+  auto c1 = bin.make_context(6);
+  auto c2 = st.make_context(6);
+  EXPECT_EQ(bin.hidden(c1, ids), st.hidden(c2, ids));
+  EXPECT_EQ(bin.autoencoder().reconstruct(ids), st.autoencoder().reconstruct(ids));
+}
+
+namespace {
+calm& fixture_model() {
+  static calm m = calm::load(calm_data + "calm", calm_data + "ae");
+  return m;
+}
+}  // namespace
+
+TEST(CalmReference, AutoencoderLatentsLogitsAndTokens) {
+  const io::json& e = expected_json();
+  const auto ids = muninn_test::ids_of(e.at("ids"));
+  auto ae = chunk_autoencoder<host_backend, float>::load(calm_data + "ae");
+  const std::vector<float> lat = ae.encode(ids);
+  const std::int64_t l = 8, n = 6;
+  std::vector<float> mean, log_std;
+  for (std::int64_t i = 0; i < n; ++i) {
+    mean.insert(mean.end(), lat.begin() + i * 2 * l, lat.begin() + i * 2 * l + l);
+    log_std.insert(log_std.end(), lat.begin() + i * 2 * l + l, lat.begin() + (i + 1) * 2 * l);
+  }
+  EXPECT_LE(muninn_test::max_abs_diff(mean, floats_of(e.at("ae").at("mean"))), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(log_std, floats_of(e.at("ae").at("log_std"))), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(ae.decode_logits(floats_of(e.at("ae").at("mean"))), floats_of(e.at("ae").at("decoded_logits"))),
+            kTol);
+  EXPECT_EQ(ae.decode(floats_of(e.at("ae").at("mean"))), muninn_test::ids_of(e.at("ae").at("decoded_ids")));
+  // The copy embedded in the CALM file is the same autoencoder.
+  EXPECT_EQ(fixture_model().autoencoder().encode(ids), lat);
+}
+
+TEST(CalmReference, BackboneHiddenStates) {
+  const io::json& e = expected_json();
+  auto ctx = fixture_model().make_context(6);
+  EXPECT_LE(muninn_test::max_abs_diff(fixture_model().hidden(ctx, muninn_test::ids_of(e.at("ids"))), floats_of(e.at("hidden"))),
+            kTol);
+}
+
+TEST(CalmReference, HeadSamplesWithTheNoiseGivenAndFromTheStream) {
+  const io::json& e = expected_json();
+  calm& m = fixture_model();
+  const std::vector<float> hidden = floats_of(e.at("hidden"));
+  EXPECT_LE(muninn_test::max_abs_diff(m.sample_latents(hidden, floats_of(e.at("head_noise")), 3),
+                                      floats_of(e.at("head_samples"))),
+            kTol);
+  const io::json& s = e.at("head_stream");
+  std::vector<float> noise;
+  for (std::int64_t p = 0; p < 6; ++p) {
+    const auto u = calm_noise(1234, p, 0, 2, 4);
+    noise.insert(noise.end(), u.begin(), u.end());
+  }
+  EXPECT_EQ(noise, floats_of(s.at("noise")));  // the counter stream, bit for bit
+  EXPECT_LE(muninn_test::max_abs_diff(m.sample_latents(hidden, noise, 2), floats_of(s.at("samples"))), kTol);
+  EXPECT_EQ(m.sample_chunks_rows(hidden, 0, 1234, 2), muninn_test::ids_of(s.at("chunks")));
+}
+
+TEST(CalmReference, GenerationsAtEveryTemperatureAndSampler) {
+  calm& m = fixture_model();
+  for (const auto& c : expected_json().at("generate").as_array()) {
+    SCOPED_TRACE(c.at("name").as_string());
+    calm_generate_options o;
+    o.temperature = c.at("temperature").as_double();
+    o.sampler = c.at("sampler").as_string() == "exact" ? calm_sampler::exact : calm_sampler::approximate;
+    if (const io::json* n = c.find("num_samples")) o.num_samples = n->as_int();
+    o.seed = std::uint64_t(c.at("seed").as_int());
+    o.max_length = c.at("max_length").as_int();
+    const calm_generation g = generate_calm(m, muninn_test::ids_of(c.at("prompt")), o);
+    EXPECT_EQ(g.padded, muninn_test::ids_of(c.at("full")));
+    EXPECT_EQ(g.ids, muninn_test::ids_of(c.at("output")));
+    EXPECT_EQ(g.stopped_at_eos, c.at("finished_by_eos").as_bool());
+    const auto& steps = c.at("steps").as_array();
+    ASSERT_EQ(g.draws.size(), steps.size());
+    if (o.sampler == calm_sampler::exact)
+      for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(g.draws[i], steps[i].at("draws").as_int()) << "step " << i;
+  }
+}
+
+TEST(CalmReference, BrierOfTheTeacherForcedSequence) {
+  const io::json& b = expected_json().at("brier");
+  const auto got = calm_brier_block(fixture_model(), muninn_test::ids_of(expected_json().at("ids")),
+                                    std::uint64_t(b.at("seed").as_int()));
+  for (int n = 0; n < 4; ++n)
+    EXPECT_NEAR(got[std::size_t(n)], b.at("brier" + std::to_string(n + 1)).as_double(), 1e-6) << "Brier-" << n + 1;
+}
