@@ -7,7 +7,8 @@ set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-sta
     --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
     --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps)
 set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed)
-set(commands info forward generate demo)
+set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config)
+set(commands info forward generate demo eval)
 
 # help(<out> <arg>...): stdout of `EXE <arg>...`, which must exit 0 and print "usage: muninn".
 function(help out)
