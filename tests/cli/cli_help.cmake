@@ -5,9 +5,12 @@ set(flags_info --model)
 set(flags_forward --model --tokens --steps --init-state --seed --output --device --dtype)
 set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-state --seed --device --dtype --greedy
     --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
-    --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps)
+    --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps
+    --sampler --num-samples --max-draws --ae)
 set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed)
-set(commands info forward generate demo)
+set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config)
+set(flags_ae --model --tokens --prompt --ae)
+set(commands info forward generate demo eval ae)
 
 # help(<out> <arg>...): stdout of `EXE <arg>...`, which must exit 0 and print "usage: muninn".
 function(help out)

@@ -126,8 +126,12 @@ int forward_with(const Model& m, const args& a, const std::vector<std::int32_t>&
 }
 
 /// \brief The sequences of `muninn score --data FILE`: lines of token ids (comma or space
-/// separated), or text lines encoded with the checkpoint's tokenizer.json.
-inline std::vector<std::vector<std::int32_t>> score_sequences(const std::string& file, const std::string& dir) {
+/// separated), or text lines encoded with the checkpoint's tokenizer.json (`add_special`: with
+/// its post-processor's special tokens, as transformers' `tokenizer(text)` encodes by default).
+/// With `json_lines`, a file whose lines all start with '{' holds JSON objects whose "text"
+/// string is the document (the JSON-lines layout of Hugging Face datasets).
+inline std::vector<std::vector<std::int32_t>> score_sequences(const std::string& file, const std::string& dir,
+                                                              bool add_special = false, bool json_lines = false) {
   std::ifstream in(file);
   MUNINN_CHECK(in.good(), "--data: cannot open '", file, "'");
   std::vector<std::string> lines;
@@ -153,11 +157,22 @@ inline std::vector<std::vector<std::int32_t>> score_sequences(const std::string&
     }
     return seqs;
   }
+  if (json_lines && std::all_of(lines.begin(), lines.end(), [](const std::string& l) {
+        return l[l.find_first_not_of(" \t\r")] == '{';
+      })) {
+    for (auto& line : lines) {
+      const std::string where = file + ":" + std::to_string(&line - lines.data() + 1);
+      const io::json doc = io::parse_json(line, where);
+      const io::json* text = doc.is_object() ? doc.find("text") : nullptr;
+      MUNINN_CHECK(text && text->is_string(), "--data: ", where, ": a JSON line needs a \"text\" string");
+      line = text->as_string();
+    }
+  }
   const std::string tj = dir + "/tokenizer.json";
   MUNINN_CHECK(std::filesystem::exists(tj), "--data: '", file, "' is text, and ", tj,
                " does not exist to encode it (give token ids instead)");
   const io::tokenizer tok = io::tokenizer::from_file(tj);
-  for (const auto& line : lines) seqs.push_back(tok.encode(line));
+  for (const auto& line : lines) seqs.push_back(tok.encode(line, add_special));
   return seqs;
 }
 

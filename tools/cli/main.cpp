@@ -1,4 +1,4 @@
-// The `muninn` command-line tool: inspect a checkpoint, run a forward pass, generate tokens.
+// The `muninn` command-line tool: inspect a checkpoint, run a forward pass, generate tokens, score and evaluate.
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +16,7 @@
 #include "cli_args.hpp"
 #include "commands.hpp"
 #include "demo.hpp"
+#include "eval.hpp"
 #include "families.hpp"
 #include "specs.hpp"
 #include "muninn/io/chat_template.hpp"
@@ -185,6 +186,19 @@ int cmd_score(int argc, char** argv) {
       yaml);
 }
 
+int cmd_eval(int argc, char** argv) {
+  const cli::command_spec spec = cli::eval_spec();
+  const cli::args a(argc, argv, 2, spec);
+  if (a.help()) return print_help(spec);
+  const std::string dir = require_model_dir(a);
+  const std::string yaml = a.get("--config", "");
+  // One estimator per family: the softmax families share eval_with (runtime/brier.hpp's
+  // model_brier_block); a family without next-token probabilities runs cli::run_brierlm with its own.
+  return cli::with_model<host_backend, float>(
+      cli::detect_model(dir, yaml), dir, host_backend{}, [&](const auto& m) { return cli::eval_with(m, a, dir); },
+      yaml);
+}
+
 // The conversation of --chat (and --system) rendered with the checkpoint's chat template, from
 // tokenizer_config.json when it has one (Huginn's own template otherwise), as token ids. The
 // template writes any BOS itself, so the text is encoded without the post-processor.
@@ -306,13 +320,14 @@ int main(int argc, char** argv) {
     if (cmd == "forward") return cmd_forward(argc, argv);
     if (cmd == "generate") return cmd_generate(argc, argv);
     if (cmd == "score") return cmd_score(argc, argv);
+    if (cmd == "eval") return cmd_eval(argc, argv);
     if (cmd == "ae") {
       const cli::command_spec spec = cli::ae_spec();
       const cli::args a(argc, argv, 2, spec);
       return a.help() ? print_help(spec) : cli::run_ae(a);
     }
     if (cmd == "demo") return muninn::cli::run_demo<cli_model>(argc, argv);
-    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, ae, demo)");
+    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, eval, ae, demo)");
   } catch (const std::exception& e) {
     return report(e);
   }

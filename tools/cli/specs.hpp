@@ -127,6 +127,31 @@ inline command_spec score_spec() {
   return s;
 }
 
+inline command_spec eval_spec() {
+  command_spec s{"eval", "--model DIR --data FILE --metric brierlm [flags]",
+                 "BrierLM of a checkpoint on a token stream: teacher-forced blocks, Brier-1..4 and their combination",
+                 {model_flag(),
+                  {"--data", "FILE",
+                   "documents, one per line: token ids, text for DIR/tokenizer.json, or JSON lines with \"text\"", true},
+                  {"--metric", "brierlm", "the metric (brierlm)", true},
+                  {"--block-size", "N", "tokens per teacher-forced block, >= 5, at most the model's context (default 8192)"},
+                  {"--max-blocks", "M", "evaluate the first M blocks only, >= 1 (default: every whole block)"},
+                  {"--seed", "N", "seed of the estimator's draws (and of a random initial state), >= 0 (default 0)"},
+                  {"--verbose", "", "print each block's Brier-1..4 and BrierLM as it finishes"}},
+                 "The documents are concatenated with nothing inserted (text is encoded with the tokenizer's\n"
+                 "special tokens, as transformers' tokenizer(text) does) and cut into blocks of --block-size\n"
+                 "tokens; the remainder is dropped. Each block runs teacher-forced; per-block Brier-n means are\n"
+                 "averaged over blocks and combined: BrierLM = 100 * max(b1*b2*b3*b4, 0)^(1/4). The block size\n"
+                 "changes the figure: compare numbers only at equal block sizes. Prints\n"
+                 "  metric=brierlm blocks=B block_size=N tokens=T dropped=D seed=S\n"
+                 "  brier1=... brier2=... brier3=... brier4=...\n"
+                 "  brierlm=...\n"
+                 "A Mixture-of-Recursions model routes by the causal rule here. See docs/brierlm.md."};
+  for (auto& f : run_flags())
+    if (f.name == "--steps" || f.name == "--init-state" || f.name == "--config") s.flags.push_back(f);
+  return s;
+}
+
 inline command_spec demo_spec() {
   return {"demo", "[flags]",
           "accuracy of the embedded shell-game model at several recurrence depths and with KL exit",
@@ -154,7 +179,7 @@ inline command_spec ae_spec() {
 
 /// \brief Every subcommand, in the order `muninn --help` lists them.
 inline std::vector<command_spec> all_specs() {
-  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec(), ae_spec()};
+  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec(), eval_spec(), ae_spec()};
 }
 
 /// \brief "  --steps R" padded to the help column.
