@@ -134,25 +134,25 @@ inline std::uint64_t chunk_hash(const std::int32_t* ids, std::int64_t k) {
   return mix64(h);
 }
 
-/// \brief Counts a row's distinct chunks (hash table, first appearance = smallest index), sorts
-/// them by key and fills s.counts / s.firsts in ascending key order; returns the largest count.
-inline std::int32_t chunk_runs(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, chunk_row_scratch& s) {
+/// \brief Counts a row's distinct chunks with an open-addressing hash table into s.seen_count /
+/// s.seen_first (in order of first appearance, so a first is the smallest sample index); returns
+/// the largest count.
+inline std::int32_t count_distinct_chunks(const std::int32_t* chunks, std::int64_t samples, std::int64_t k,
+                                          chunk_row_scratch& s) {
   std::size_t size = 16;
   while (size < 2 * std::size_t(samples)) size *= 2;
   s.table.assign(size, -1);
   s.seen_count.clear();
   s.seen_first.clear();
-  std::int32_t max_count = 0;
+  std::int32_t max_count = 1;
   for (std::int64_t i = 0; i < samples; ++i) {
     const std::int32_t* key = chunks + i * k;
-    std::size_t slot = std::size_t(chunk_hash(key, k)) & (size - 1);
-    for (;; slot = (slot + 1) & (size - 1)) {
+    for (std::size_t slot = std::size_t(chunk_hash(key, k)) & (size - 1);; slot = (slot + 1) & (size - 1)) {
       const std::int32_t d = s.table[slot];
       if (d < 0) {
         s.table[slot] = std::int32_t(s.seen_count.size());
         s.seen_count.push_back(1);
         s.seen_first.push_back(std::int32_t(i));
-        max_count = std::max(max_count, std::int32_t(1));
         break;
       }
       if (chunk_key_compare(chunks + std::int64_t(s.seen_first[std::size_t(d)]) * k, key, k) == 0) {
@@ -161,12 +161,18 @@ inline std::int32_t chunk_runs(const std::int32_t* chunks, std::int64_t samples,
       }
     }
   }
+  return max_count;
+}
+
+/// \brief Counts a row's distinct chunks and lists them in ascending key order in s.counts /
+/// s.firsts; returns the largest count.
+inline std::int32_t chunk_runs(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, chunk_row_scratch& s) {
+  const std::int32_t max_count = count_distinct_chunks(chunks, samples, k, s);
+  const auto key_of = [&](std::int32_t d) { return chunks + std::int64_t(s.seen_first[std::size_t(d)]) * k; };
   s.order.resize(s.seen_count.size());
   for (std::size_t d = 0; d < s.order.size(); ++d) s.order[d] = std::int32_t(d);
-  std::sort(s.order.begin(), s.order.end(), [&](std::int32_t a, std::int32_t b) {
-    return chunk_key_compare(chunks + std::int64_t(s.seen_first[std::size_t(a)]) * k,
-                             chunks + std::int64_t(s.seen_first[std::size_t(b)]) * k, k) < 0;
-  });
+  std::sort(s.order.begin(), s.order.end(),
+            [&](std::int32_t a, std::int32_t b) { return chunk_key_compare(key_of(a), key_of(b), k) < 0; });
   s.counts.resize(s.order.size());
   s.firsts.resize(s.order.size());
   for (std::size_t r = 0; r < s.order.size(); ++r) {
