@@ -28,3 +28,4 @@
 #include "muninn/ops/cuda/reduce.cuh"
 #include "muninn/ops/cuda/rope.cuh"
 #include "muninn/ops/cuda/softmax.cuh"
+#include "muninn/runtime/cuda/chunk_sampling.cuh"

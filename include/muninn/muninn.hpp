@@ -16,5 +16,6 @@
 #include "muninn/model/arch.hpp"
 #include "muninn/model/model.hpp"
 #include "muninn/ops/ops.hpp"
+#include "muninn/runtime/chunk_sampling.hpp"
 #include "muninn/runtime/generate.hpp"
 #include "muninn/runtime/parallel_sampler.hpp"

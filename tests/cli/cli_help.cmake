@@ -8,7 +8,7 @@ set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-sta
     --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps
     --sampler --num-samples --max-draws --ae)
 set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed)
-set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config)
+set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config --ae)
 set(flags_ae --model --tokens --prompt --ae)
 set(commands info forward generate demo eval ae)
 

@@ -14,7 +14,9 @@
 #include "specs.hpp"
 #include "muninn/families/calm/model.hpp"
 #include "muninn/io/tokenizer.hpp"
+#include "muninn/runtime/calm_brier.hpp"
 #include "muninn/runtime/calm_generate.hpp"
+#include "eval.hpp"
 
 namespace muninn::cli {
 
@@ -126,6 +128,23 @@ inline int calm_generate(const std::string& dir, const args& a) {
   }
   std::cout << join_ids(fresh) << "\n";
   return 0;
+}
+
+/// \brief `muninn eval --metric brierlm` on a CALM directory: blocks of whole chunks, two head
+/// samples per chunk position (runtime/calm_brier.hpp).
+inline int calm_eval(const std::string& dir, const args& a) {
+  calm_model<host_backend, float> m = calm_model<host_backend, float>::load(dir, a.get("--ae", ""));
+  const std::int64_t K = m.patch_size();
+  const brierlm_options o = brierlm_options_from(a, m.config().backbone.block_size * K);
+  MUNINN_CHECK(o.block_size % K == 0, "--block-size ", o.block_size, " is not a multiple of the chunk size ", K);
+  const std::vector<std::int32_t> stream = eval_stream(a.require("--data"), dir);
+  const std::int64_t V = m.config().backbone.vocab_size;
+  for (std::size_t i = 0; i < stream.size(); ++i)
+    MUNINN_CHECK(stream[i] >= 0 && stream[i] < V, "--data: token id ", stream[i], " (token ", i,
+                 " of the stream) is out of range for vocab_size ", V);
+  return run_brierlm(a, stream, o, [&](const std::vector<std::int32_t>& block, const brier_draws& d) {
+    return calm_brier_block(m, block, d);
+  });
 }
 
 }  // namespace muninn::cli

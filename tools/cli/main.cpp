@@ -191,6 +191,7 @@ int cmd_eval(int argc, char** argv) {
   const cli::args a(argc, argv, 2, spec);
   if (a.help()) return print_help(spec);
   const std::string dir = require_model_dir(a);
+  if (cli::calm_kind_of(dir) == cli::calm_dir_kind::model) return cli::calm_eval(dir, a);
   const std::string yaml = a.get("--config", "");
   // One estimator per family: the softmax families share eval_with (runtime/brier.hpp's
   // model_brier_block); a family without next-token probabilities runs cli::run_brierlm with its own.

@@ -149,6 +149,7 @@ inline command_spec eval_spec() {
                  "A Mixture-of-Recursions model routes by the causal rule here. See docs/brierlm.md."};
   for (auto& f : run_flags())
     if (f.name == "--steps" || f.name == "--init-state" || f.name == "--config") s.flags.push_back(f);
+  s.flags.push_back({"--ae", "DIR", "CALM: the autoencoder's directory (its config.json is always needed)"});
   return s;
 }
 
