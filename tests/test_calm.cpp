@@ -254,8 +254,9 @@ TEST(CalmReference, GenerationsAtEveryTemperatureAndSampler) {
     EXPECT_EQ(g.stopped_at_eos, c.at("finished_by_eos").as_bool());
     const auto& steps = c.at("steps").as_array();
     ASSERT_EQ(g.draws.size(), steps.size());
-    if (o.sampler == calm_sampler::exact)
+    if (o.sampler == calm_sampler::exact) {
       for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(g.draws[i], steps[i].at("draws").as_int()) << "step " << i;
+    }
   }
 }
 

@@ -385,7 +385,7 @@ TEST(ChunkExact, TemperatureOneReturnsDrawZero) {
 }
 
 TEST(ChunkExact, IntegerInverseTemperatureWaitsForNEqualDraws) {
-  // T = 1/3: rounds (1,1,2) (3,3,3): all three draws of round 1 are consumed.
+  // T = 1/3: rounds (1,1,2) (3,3,3): round 1 fails at its third draw.
   scripted_source src{{1, 1, 2, 3, 3, 3, 9}};
   std::int32_t out[2];
   const auto st = muninn::sample_chunk_exact(src, 2, 1.0 / 3, 1, 0, out);
@@ -394,9 +394,12 @@ TEST(ChunkExact, IntegerInverseTemperatureWaitsForNEqualDraws) {
   EXPECT_EQ(st.draws, 6);
   EXPECT_EQ(st.rounds, 2);
   EXPECT_EQ(st.bernoulli, 0);
-  // A mismatch in the first draw still costs the whole round: (1,2,1) (4,4,4).
-  scripted_source src2{{1, 2, 1, 4, 4, 4}};
-  EXPECT_EQ(muninn::sample_chunk_exact(src2, 2, 1.0 / 3, 1, 0, out).sample, 3);
+  // A round ends at its first mismatch, so the next round starts right after it: (1,2) (1,1,1).
+  scripted_source src2{{1, 2, 1, 1, 1, 4}};
+  const auto st2 = muninn::sample_chunk_exact(src2, 2, 1.0 / 3, 1, 0, out);
+  EXPECT_EQ(st2.sample, 2);
+  EXPECT_EQ(st2.draws, 5);
+  EXPECT_EQ(out[0], 1);
 }
 
 TEST(ChunkExact, FractionalPhaseFollowsTheBernoulliStream) {
@@ -490,16 +493,19 @@ TEST(ChunkExact, BadArgumentsAreErrors) {
 
 // ---- statistics (fixed seeds: deterministic)
 
-// Expected chunk draws per exact sample: (n + [alpha > 0] Σ P^{1/T-1}) / Σ P^{1/T}; the expected
-// Bernoulli uniforms per sample: [alpha > 0] (Σ P^{1/T-1} / Σ P^{1/T} − 1).
+// Expected chunk draws per exact sample: (1 + Σ_x Σ_{t=1..n-1} P^t + [alpha > 0] Σ P^{1/T-1}) / Σ P^{1/T}
+// (a round stops at its first mismatching draw: given x*, draw t + 1 is taken with probability
+// P(x*)^{t-1}); the expected Bernoulli uniforms per sample:
+// [alpha > 0] (Σ P^{1/T-1} / Σ P^{1/T} − 1).
 double expected_draws(const std::vector<double>& p, double t) {
   const auto s = muninn::split_temperature(t);
-  double z = 0, extra = 0;
+  double z = 0, extra = 0, first_stage = 1;
   for (double x : p) {
     z += std::pow(x, 1 / t);
     extra += std::pow(x, 1 / t - 1);
+    for (std::int64_t k = 1; k < s.n; ++k) first_stage += std::pow(x, double(k));
   }
-  return (double(s.n) + (s.alpha > 0 ? extra : 0.0)) / z;
+  return (first_stage + (s.alpha > 0 ? extra : 0.0)) / z;
 }
 double expected_bernoulli(const std::vector<double>& p, double t) {
   if (muninn::split_temperature(t).alpha == 0) return 0;

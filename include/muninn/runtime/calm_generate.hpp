@@ -25,7 +25,7 @@ struct calm_generate_options {
   double temperature = 0.5;        ///< T in (0, 1]; the reference's default is 1/2
   calm_sampler sampler = calm_sampler::approximate;  ///< used when T < 1
   std::int64_t num_samples = 200;  ///< N, head samples per step of the batch approximation
-  std::int64_t max_draws = exact_sampler_default_max_draws;  ///< bound of the exact sampler per step
+  std::int64_t max_draws = std::int64_t(1) << 20;  ///< bound of the exact sampler's head samples per step
   std::int64_t draw_batch = 64;    ///< head samples the exact sampler asks for at once (no effect on results)
   std::uint64_t seed = 0;          ///< the run's seed: every random number is a counter-based draw of it
 };
@@ -40,28 +40,39 @@ struct calm_generation {
 
 namespace detail {
 
-// The next chunk from the hidden state of chunk position p.
+// The next chunk from the hidden state of chunk position p; `draws` receives the head samples used.
 template <class Backend, class T>
 std::vector<std::int32_t> next_calm_chunk(calm_model<Backend, T>& m, const std::vector<float>& h, std::int64_t p,
                                           const calm_generate_options& o, std::int64_t& draws) {
   const std::int64_t K = m.patch_size();
-  if (o.temperature == 1.0) {
+  std::vector<std::int32_t> chunk(std::size_t(K), 0);
+  if (o.temperature == 1.0) {  // one head sample, whichever sampler (both reduce to it)
     draws = 1;
     return m.sample_chunks(h, p, o.seed, 0, 1);
   }
   if (o.sampler == calm_sampler::approximate) {
     draws = o.num_samples;
     const std::vector<std::int32_t> pool = m.sample_chunks(h, p, o.seed, 0, o.num_samples);
-    const double v = uniform01_at(stream_seed(o.seed, std::uint64_t(calm_stream::choice), std::uint64_t(p)), 0);
-    return choose_by_count(pool, o.num_samples, K, temperature_power(o.temperature), v).chunk;
+    choose_chunk(pool.data(), o.num_samples, K, o.temperature, chunk_choice_uniform(o.seed, p), chunk.data());
+    return chunk;
   }
-  const auto source = [&](std::int64_t j0, std::int64_t count) { return m.sample_chunks(h, p, o.seed, j0, count); };
-  const auto bernoulli = [&](std::int64_t i) {
-    return uniform01_at(stream_seed(o.seed, std::uint64_t(calm_stream::bernoulli), std::uint64_t(p)), std::uint64_t(i));
+  const auto source = [&](std::int64_t first, std::int64_t count, std::int32_t* ids) {
+    const std::vector<std::int32_t> got = m.sample_chunks(h, p, o.seed, first, count);
+    std::copy(got.begin(), got.end(), ids);
   };
-  exact_sample s = sample_exact(source, K, o.temperature, bernoulli, o.max_draws, o.draw_batch);
-  draws = s.draws;
-  return s.chunk;
+  exact_chunk_options eo;
+  eo.max_draws = o.max_draws;
+  eo.batch = o.draw_batch;
+  draws = sample_chunk_exact(source, K, o.temperature, o.seed, p, chunk.data(), eo).draws;
+  return chunk;
+}
+
+// The sampler's temperature rule, checked before any work.
+inline void check_calm_temperature(const calm_generate_options& o) {
+  if (o.sampler == calm_sampler::approximate)
+    batch_temperature_n(o.temperature);
+  else
+    split_temperature(o.temperature);
 }
 
 }  // namespace detail
@@ -79,7 +90,7 @@ calm_generation generate_calm(calm_model<Backend, T>& m, const std::vector<std::
                               const calm_generate_options& o) {
   const calm_config& c = m.config();
   const std::int64_t K = c.patch_size;
-  check_temperature(o.temperature, o.sampler == calm_sampler::approximate && o.temperature < 1.0);
+  detail::check_calm_temperature(o);
   MUNINN_CHECK(!prompt.empty(), "calm generate: empty prompt");
   calm_generation g;
   g.padded = prompt;

@@ -353,16 +353,17 @@ class chunk_draw_stream {
 /// from P, for any T in (0, 1].
 ///
 /// With n and alpha from split_temperature(T), each round
-/// 1. takes the next n draws (all n are consumed, even after a mismatch); unless all n chunks are
-///    equal, a new round starts; else x* is that chunk;
+/// 1. takes the next draw as x* and up to n − 1 more, starting a new round at the first draw that
+///    differs from x* (the rest of the n are not drawn);
 /// 2. if alpha = 0, x* is accepted; otherwise for i = 1, 2, …: take the next draw x; if x == x*
 ///    accept x*; else take the next Bernoulli uniform u and start a new round when u < alpha / i
 ///    (alpha / i computed in double), or go on with i + 1.
 /// Step 2 accepts with probability P(x*)^alpha, by the series
 /// p^alpha = 1 − Σ_{i>=1} (alpha / i) Π_{j<i} (1 − alpha / j) (1 − p)^i, so a round ends with x*
-/// with probability P(x*)^{n+alpha}. A round costs n + P(x*)^{alpha−1} draws on average when it
-/// gets to step 2 with alpha > 0, so the expected draws per sample are
-/// (n + [alpha > 0] Σ_x P(x)^{1/T−1}) / Σ_x P(x)^{1/T}. At T = 1 the result is draw 0.
+/// with probability P(x*)^{n+alpha}. Given x*, step 1 costs 1 + Σ_{t=0..n−2} P(x*)^t draws on
+/// average, and step 2, reached with probability P(x*)^{n−1}, P(x*)^{alpha−1} more, so the
+/// expected draws per sample are (1 + Σ_x Σ_{t=1..n−1} P(x)^t + [alpha > 0] Σ_x P(x)^{1/T−1}) /
+/// Σ_x P(x)^{1/T}. At T = 1 the result is draw 0.
 ///
 /// Draw j is the j-th chunk of the step, from head sample j (the caller's kind-1 stream); the
 /// source is asked for consecutive ranges and the sampler consumes indices strictly in order, so
@@ -393,8 +394,8 @@ exact_chunk_stats sample_chunk_exact(Draw&& draw, std::int64_t k, double tempera
     ++st.rounds;
     st.sample = stream.next();
     std::memcpy(star.data(), stream.take(), std::size_t(k) * sizeof(std::int32_t));
-    bool equal = true;
-    for (std::int64_t t = 1; t < it.n; ++t) equal = chunk_key_compare(stream.take(), star.data(), k) == 0 && equal;
+    bool equal = true;  // the round ends at the first draw that differs from x*: later ones are not drawn
+    for (std::int64_t t = 1; t < it.n && equal; ++t) equal = chunk_key_compare(stream.take(), star.data(), k) == 0;
     if (!equal) continue;
     bool accepted = it.alpha == 0.0;
     for (std::int64_t i = 1; !accepted; ++i) {

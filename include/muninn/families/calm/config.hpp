@@ -65,7 +65,8 @@ inline std::int64_t token_id_field(const json& root, const char* name, std::int6
   if (v->is_array() && v->size() > 0) v = &(*v)[0];
   json::object_t one;
   one.emplace_back(name, *v);
-  const config_fields f(json::make_object(std::move(one)), path);
+  const json holder = json::make_object(std::move(one));  // config_fields keeps a reference
+  const config_fields f(holder, path);
   return f.integer({name}, 0, vocab - 1);
 }
 }  // namespace detail
