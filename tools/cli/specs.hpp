@@ -168,14 +168,14 @@ inline command_spec demo_spec() {
 /// \brief `muninn ae`'s flags.
 inline command_spec ae_spec() {
   return {"ae",
-          "--model DIR (--tokens 1,2,3,4 | --prompt TEXT) [--ae DIR]",
+          "--model DIR (--tokens 1,2,3,4 | --prompt TEXT) [flags]",
           "CALM chunk autoencoder round trip: encode each chunk, decode its mean, report token accuracy",
           {{"--model", "DIR", "an autoencoder directory, or a CALM directory (its embedded or --ae autoencoder)", true},
            {"--tokens", "1,2,3,4", "token ids", true},
            {"--prompt", "TEXT", "text, encoded with DIR/tokenizer.json", true},
            {"--ae", "DIR", "with a CALM directory: the autoencoder's directory (config.json, and weights if not embedded)"}},
-          "A length that is not a multiple of the chunk size is padded with [PAD]; accuracy counts only the\n"
-          "given tokens. Prints the reconstructed ids, then `accuracy=A (n/N tokens)`."};
+          "A length that is not a multiple of the chunk size is padded with the pad token, and accuracy\n"
+          "counts only the given tokens. Prints the reconstructed ids, then `accuracy=A (n/N tokens)`."};
 }
 
 /// \brief Every subcommand, in the order `muninn --help` lists them.

@@ -98,6 +98,15 @@ inline tensor_spec_report check_tensor_specs(const checkpoint& ckpt, const std::
   return r;
 }
 
+/// \brief True when two stored tensors are one storage record (a torch.save alias of tied
+/// parameters) or have the same shape and equal values.
+inline bool same_tensor(const checkpoint& ck, const std::string& a, const std::string& b) {
+  const tensor_info &x = ck.get(a), &y = ck.get(b);
+  if (x.shape != y.shape) return false;
+  if (x.data == y.data && x.type == y.type) return true;
+  return ck.read_f32(a) == ck.read_f32(b);
+}
+
 /// \brief Throws one muninn::error listing every problem check_tensor_specs finds (see
 /// tensor_spec_report::message); returns quietly when there is none.
 /// \param ckpt the opened checkpoint

@@ -63,10 +63,9 @@ inline std::string calm_head_prefix(const checkpoint& ck, const calm_config& cfg
   if (has_a && has_b)
     for (const tensor_spec& s : energy_head_tensor_specs(cfg, a, false)) {
       const std::string twin = b + s.name.substr(a.size());
-      const tensor_info *x = ck.find(s.name), *y = ck.find(twin);
-      if (!x || !y || x->data == y->data) continue;  // missing is reported by validation; one storage is equal
-      MUNINN_CHECK(x->shape == y->shape && ck.read_f32(s.name) == ck.read_f32(twin), ck.source(), ": tensor '",
-                   s.name, "' differs from its twin '", twin, "' (the head is stored twice and both must be equal)");
+      if (!ck.has(s.name) || !ck.has(twin)) continue;  // a missing tensor is reported by validation
+      MUNINN_CHECK(same_tensor(ck, s.name, twin), ck.source(), ": tensor '", s.name, "' differs from its twin '", twin,
+                   "' (the head is stored twice and both must be equal)");
     }
   return has_a ? a : b;
 }

@@ -124,13 +124,6 @@ void load_ae_stages(const Backend& be, const io::checkpoint& ck, const std::stri
     }
 }
 
-// True when two stored tensors are one storage (a torch.save alias) or hold equal values.
-inline bool same_tensor(const io::checkpoint& ck, const std::string& a, const std::string& b) {
-  const io::tensor_info &x = ck.get(a), &y = ck.get(b);
-  if (x.data == y.data && x.type == y.type && x.shape == y.shape) return true;
-  return x.shape == y.shape && ck.read_f32(a) == ck.read_f32(b);
-}
-
 }  // namespace detail
 
 /// \brief Loads the autoencoder stored under `prefix` ("" or "ae_model."), after validating its
@@ -146,7 +139,7 @@ autoencoder_weights<Backend, T> load_autoencoder_weights(const Backend& be, cons
   autoencoder_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
   w.embed = detail::load_tensor<Backend, T>(be, ck, e + "embed_tokens.weight", cnt);
-  if (ck.has(d + "lm_head_weight") && !detail::same_tensor(ck, d + "lm_head_weight", e + "embed_tokens.weight"))
+  if (ck.has(d + "lm_head_weight") && !io::same_tensor(ck, d + "lm_head_weight", e + "embed_tokens.weight"))
     w.lm_head = detail::load_tensor<Backend, T>(be, ck, d + "lm_head_weight", cnt);
   detail::load_ae_stages<Backend, T>(be, ck, e + "encoder_layers", cfg.encoder_layers, w.encoder, cnt);
   w.squeeze = detail::load_linear<Backend, T>(be, ck, e + "squeeze_layer", cnt);

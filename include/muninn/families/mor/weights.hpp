@@ -17,14 +17,6 @@
 namespace muninn {
 namespace detail {
 
-// True when every element of two tensors is equal (the recursion copies of a tied weight).
-inline bool same_tensor(const io::checkpoint& ck, const std::string& a, const std::string& b) {
-  const io::tensor_info& x = ck.get(a);
-  const io::tensor_info& y = ck.get(b);
-  if (x.data == y.data) return true;  // one storage record (torch.save of tied tensors)
-  return ck.read_f32(a) == ck.read_f32(b);
-}
-
 // The reference ties MLP and norms across recursions but (a known bug of its expert transform)
 // re-creates the attention per recursion; released checkpoints share it. Muninn runs one block:
 // copies that differ are reported once and recursion 0's is used.
@@ -35,7 +27,7 @@ inline void check_recursion_copies(const io::checkpoint& ck, const model_config&
   for (std::int64_t r = 1; r < cfg.mor.recursions; ++r)
     for (std::int64_t l = 0; l < cfg.n_layers_in_recurrent_block; ++l)
       for (const char* part : parts) {
-        if (same_tensor(ck, n.block(0, l) + part, n.block(r, l) + part)) continue;
+        if (io::same_tensor(ck, n.block(0, l) + part, n.block(r, l) + part)) continue;
         const bool attention = std::string(part).find("self_attn") != std::string::npos;
         MUNINN_CHECK(attention, cfg.source, ": ", n.block(r, l), part, " differs from recursion 0's copy ",
                      n.block(0, l), part, ": the recursions of a MoR block share their weights");
