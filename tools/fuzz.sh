@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Time-boxed fuzzing of the file readers (docs/architecture.md, "Hostile files").
 #   bash tools/fuzz.sh [target...]      targets: json safetensors npy huginn_config llama_config shard_index
-#                                       torch mor_config mor_yaml
+#                                       torch mor_config mor_yaml puzzle_dataset
 #   FUZZ_SECONDS=300 bash tools/fuzz.sh json
 # Needs clang with libFuzzer. Each target starts from tests/fuzz/corpus/<target>; new inputs and
 # crash reproducers go to build/fuzz/findings/<target>/. Exit status 1 when any target crashed.
@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(json safetensors npy huginn_config llama_config shard_index torch mor_config mor_yaml)
+[ ${#targets[@]} -gt 0 ] || targets=(json safetensors npy huginn_config llama_config shard_index torch mor_config mor_yaml
+                                     puzzle_dataset)
 command -v clang++ >/dev/null || { echo "tools/fuzz.sh: clang++ not found (apt-get install clang)" >&2; exit 2; }
 
 cmake -S . -B build/fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUNINN_FUZZ=ON \

@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "muninn/core/error.hpp"
 #include "muninn/families/llama/config.hpp"
@@ -24,6 +26,7 @@
 #include "muninn/io/huginn_names.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/npy.hpp"
+#include "muninn/io/puzzle_dataset.hpp"
 #include "muninn/io/safetensors.hpp"
 
 namespace muninn_fuzz {
@@ -152,6 +155,67 @@ inline std::string mor_yaml(const std::uint8_t* data, std::size_t size) {
   return run([&] { (void)muninn::io::mor_settings_from_yaml(p.string()); });
 }
 
+// A split of a TRM / HRM puzzle dataset (dataset.json + five .npy files). The input is a list of
+// files, each introduced by a line "=== <name>\n" (dataset.json, all__inputs.npy, all__labels.npy,
+// all__puzzle_identifiers.npy, all__puzzle_indices.npy, all__group_indices.npy; other names are
+// ignored); the files it does not give are those of a small valid split (3 examples of 4 tokens,
+// vocab 6, puzzles [0, 2) and [2, 3) with identifiers 1 and 2 of 3, one group). Every accepted
+// split is then read whole through the copying accessors, the views and the index lookups.
+inline std::string puzzle_dataset(const std::uint8_t* data, std::size_t size) {
+  static const char* const names[] = {"dataset.json", "all__inputs.npy", "all__labels.npy",
+                                      "all__puzzle_identifiers.npy", "all__puzzle_indices.npy",
+                                      "all__group_indices.npy"};
+  const fs::path dir = scratch() / "puzzle";
+  fs::create_directories(dir);
+  const auto npy = [](const char* descr, std::vector<std::int64_t> shape, const std::string& bytes) {
+    return muninn::io::detail::npy_header(descr, shape, "fuzz.npy") + bytes;
+  };
+  const auto i32 = [](std::initializer_list<std::int32_t> v) {
+    std::string s;
+    for (std::int32_t x : v) s.append(reinterpret_cast<const char*>(&x), 4);
+    return s;
+  };
+  std::string files[6] = {
+      "{\"pad_id\": 0, \"ignore_label_id\": 0, \"blank_identifier_id\": 0, \"vocab_size\": 6, \"seq_len\": 4, "
+      "\"num_puzzle_identifiers\": 3, \"total_groups\": 1, \"mean_puzzle_examples\": 1.5, \"total_puzzles\": 2, "
+      "\"sets\": [\"all\"]}",
+      npy("|u1", {3, 4}, std::string("\1\2\3\4\5\0\1\2\3\3\3\3", 12)),
+      npy("|u1", {3, 4}, std::string("\2\2\3\4\5\1\1\2\3\4\3\3", 12)),
+      npy("<i4", {2}, i32({1, 2})),
+      npy("<i4", {3}, i32({0, 2, 3})),
+      npy("<i4", {2}, i32({0, 2})),
+  };
+  const std::string_view in = text(data, size);
+  for (std::size_t at = in.rfind("=== ", 0) == 0 ? 0 : in.find("\n=== "); at != std::string_view::npos;) {
+    const std::size_t name_at = at + (in[at] == '\n' ? 5 : 4);
+    const std::size_t eol = in.find('\n', name_at);
+    if (eol == std::string_view::npos) break;
+    const std::string_view name = in.substr(name_at, eol - name_at);
+    const std::size_t next = in.find("\n=== ", eol);
+    const std::string_view body = in.substr(eol + 1, (next == std::string_view::npos ? in.size() : next) - eol - 1);
+    for (int k = 0; k < 6; ++k)
+      if (name == names[k]) files[k] = std::string(body);
+    at = next;
+  }
+  for (int k = 0; k < 6; ++k)
+    write_file(dir / names[k], reinterpret_cast<const std::uint8_t*>(files[k].data()), files[k].size());
+  return run([&] {
+    const auto d = muninn::io::puzzle_dataset::open(dir.string());
+    std::vector<std::int32_t> row(static_cast<std::size_t>(d.seq_len()));
+    std::int64_t sum = 0;
+    for (std::int64_t i = 0; i < d.num_examples(); ++i) {
+      d.inputs(i, row.data());
+      d.labels(i, row.data());
+      const auto v = d.inputs_view(i);
+      for (std::int64_t k = 0; k < v.size(); ++k) sum += v[k] + d.labels_view(i)[k];
+      sum += d.puzzle_identifier(i);
+    }
+    for (std::int64_t p = 0; p < d.num_puzzles(); ++p) sum += d.puzzle_examples(p).second + d.identifier_of_puzzle(p);
+    for (std::int64_t g = 0; g < d.num_groups(); ++g) sum += d.group_puzzles(g).second;
+    (void)sum;
+  });
+}
+
 // Every target by name, for the replay driver and tools/fuzz.sh.
 using target_fn = std::string (*)(const std::uint8_t*, std::size_t);
 struct target {
@@ -166,6 +230,7 @@ inline constexpr target targets[] = {{"json", json},
                                      {"shard_index", shard_index},
                                      {"torch", torch},
                                      {"mor_config", mor_config},
-                                     {"mor_yaml", mor_yaml}};
+                                     {"mor_yaml", mor_yaml},
+                                     {"puzzle_dataset", puzzle_dataset}};
 
 }  // namespace muninn_fuzz

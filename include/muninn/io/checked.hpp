@@ -28,6 +28,9 @@ struct load_limits {
   static constexpr std::int64_t max_recurrence = 1 << 16;      ///< mean_recurrence
   static constexpr std::int64_t max_rope_table = std::int64_t(1) << 28;  ///< positions x head_dim floats (1 GiB)
   static constexpr std::uint64_t max_safetensors_header = 100000000;  ///< the format's own cap (100 MB)
+  /// Rows of a puzzle-embedding table (`num_puzzle_identifiers`; ARC-AGI with 1000 augmentations
+  /// has about 1.2 million): identifiers are int32 in the datasets.
+  static constexpr std::int64_t max_puzzle_identifiers = (std::int64_t(1) << 31) - 1;
 };
 
 namespace checked {
