@@ -43,9 +43,14 @@ struct energy {
   static constexpr const char* name = "energy";  ///< spelling used in messages
 
   /// \brief Samples latents.
-  /// \param hidden backbone output [n, d] (backend)
-  /// \param noise  [n·S, noise] (backend), row i·S + s is sample s of row i
-  /// \param z      output [n·S, l] (backend)
+  /// \param be      the backend
+  /// \param w       the head's weights
+  /// \param hidden  backbone output [n, d] (backend)
+  /// \param n       hidden rows
+  /// \param noise   [n·S, noise] (backend), row i·S + s is sample s of row i
+  /// \param S       samples per row
+  /// \param z       output [n·S, l] (backend)
+  /// \param scratch activations, grown as needed
   template <class Backend, class T>
   static void sample(const Backend& be, const energy_head_weights<Backend, T>& w, const T* hidden, std::int64_t n,
                      const T* noise, std::int64_t S, T* z, calm_scratch<Backend, T>& scratch) {

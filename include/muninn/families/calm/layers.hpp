@@ -35,6 +35,11 @@ class calm_scratch {
 };
 
 /// \brief y[rows, out] = x[rows, in] · Wᵀ + b (x and y must not alias).
+/// \param be the backend
+/// \param l  the layer
+/// \param x  input [rows, l.in]
+/// \param rows number of rows
+/// \param y  output [rows, l.out]
 template <class Backend, class T>
 void linear_forward(const Backend& be, const linear_weights<Backend, T>& l, const T* x, std::int64_t rows, T* y) {
   gemm_nt(be, rows, l.out, l.in, 1.0f, x, l.in, l.w.data(), l.in, 0.0f, y, l.out);
@@ -42,7 +47,16 @@ void linear_forward(const Backend& be, const linear_weights<Backend, T>& l, cons
 }
 
 /// \brief x += down(silu(gate(n)) · up(n)), n = RMSNorm(x): one autoencoder layer on [rows, H].
-/// \param t scratch [rows, H]; \param gu scratch [rows, 2I]; \param a scratch [rows, I]
+/// \param be   the backend
+/// \param w    the layer's weights
+/// \param x    rows [rows, H], updated in place
+/// \param rows number of rows
+/// \param H    width
+/// \param I    SwiGLU width
+/// \param eps  RMSNorm epsilon
+/// \param t    scratch [rows, H]
+/// \param gu   scratch [rows, 2I]
+/// \param a    scratch [rows, I]
 template <class Backend, class T>
 void ae_layer_forward(const Backend& be, const ae_layer_weights<Backend, T>& w, T* x, std::int64_t rows,
                       std::int64_t H, std::int64_t I, float eps, T* t, T* gu, T* a) {

@@ -71,7 +71,8 @@ template <class Backend, class T>
 struct energy_head_weights {
   linear_weights<Backend, T> noise_embd;   ///< [d, noise]
   linear_weights<Backend, T> hidden_embd;  ///< [d, d]
-  layernorm_weights<Backend, T> norm_hidden, norm_noise;  ///< [d] each
+  layernorm_weights<Backend, T> norm_hidden;  ///< [d], on the hidden-state stream
+  layernorm_weights<Backend, T> norm_noise;   ///< [d], on the noise stream
   std::vector<energy_block_weights<Backend, T>> blocks;   ///< num_mlp_layers blocks
   layernorm_weights<Backend, T> final_ln;  ///< [d]
   linear_weights<Backend, T> final0;       ///< [d, d]
