@@ -52,9 +52,7 @@ std::vector<std::int32_t> next_calm_chunk(calm_model<Backend, T>& m, const std::
   }
   if (o.sampler == calm_sampler::approximate) {
     draws = o.num_samples;
-    const std::vector<std::int32_t> pool = m.sample_chunks(h, p, o.seed, 0, o.num_samples);
-    choose_chunk(pool.data(), o.num_samples, K, o.temperature, chunk_choice_uniform(o.seed, p), chunk.data());
-    return chunk;
+    return m.choose_by_count(h, p, o.seed, o.num_samples, o.temperature);
   }
   const auto source = [&](std::int64_t first, std::int64_t count, std::int32_t* ids) {
     const std::vector<std::int32_t> got = m.sample_chunks(h, p, o.seed, first, count);

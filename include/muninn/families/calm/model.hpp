@@ -16,6 +16,7 @@
 #include "muninn/families/calm/checkpoint.hpp"
 #include "muninn/families/calm/energy_head.hpp"
 #include "muninn/families/llama/arch.hpp"
+#include "muninn/runtime/chunk_sampling.hpp"
 #include "muninn/model/model.hpp"
 
 namespace muninn {
@@ -121,6 +122,29 @@ class calm_model {
     return out;
   }
 
+  /// \brief The batch approximation at chunk position `p`: samples 0 … N−1 from one hidden
+  /// state [d], decoded, counted and chosen on the backend (chunk_sampling's `choose_chunks`);
+  /// only the K chosen ids cross to the host.
+  std::vector<std::int32_t> choose_by_count(const std::vector<float>& hidden, std::int64_t p, std::uint64_t seed,
+                                            std::int64_t N, double temperature) {
+    const std::int64_t l = cfg_.latent_size, K = cfg_.patch_size;
+    MUNINN_CHECK(std::int64_t(hidden.size()) == cfg_.backbone.n_embd, "calm: one hidden row of ",
+                 cfg_.backbone.n_embd, " values expected, got ", hidden.size());
+    T* dh = put(20, hidden);
+    T* du = put(21, calm_noise(seed, p, 0, N, cfg_.noise_size));
+    T* z = scratch_.get(be_, 22, std::size_t(N * l));
+    head::energy::sample(be_, head_, dh, 1, du, N, z, scratch_);
+    std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(N * K));
+    ae_.decode_argmax(z, N, ids);
+    if (positions_.size() == 0) positions_ = be_.template alloc<std::int64_t>(1);
+    be_.upload(positions_.data(), &p, 1);
+    std::int32_t* chosen = scratch_.ids(be_, 3, std::size_t(K));
+    choose_chunks(be_, ids, 1, N, K, temperature, seed, positions_.data(), chosen);
+    std::vector<std::int32_t> out(static_cast<std::size_t>(K));
+    be_.download(out.data(), chosen, out.size());
+    return out;
+  }
+
   /// \brief Samples 0 … S−1 for each of n hidden rows [n, d] at chunk positions p0 … p0+n−1
   /// (noise of `seed` by calm_noise), decoded: [n, S, K] ids.
   std::vector<std::int32_t> sample_chunks_rows(const std::vector<float>& hidden, std::int64_t p0, std::uint64_t seed,
@@ -185,6 +209,7 @@ class calm_model {
   energy_head_weights<Backend, T> head_;
   chunk_autoencoder<Backend, T> ae_;
   calm_scratch<Backend, T> scratch_;
+  typename Backend::template buffer<std::int64_t> positions_;  // the chosen row's chunk position
 };
 
 }  // namespace muninn
