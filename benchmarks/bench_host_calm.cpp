@@ -62,13 +62,17 @@ const llama_model& llama_m() {
     c.injection_type = "none";
     c.source = "bench transformer-m";
     muninn::host_backend be;
-    return llama_model(be, c, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, c, 5, false));
+    auto w = muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, c, 5, false);
+    std::uint64_t stream = 1u << 30;  // the untied head, drawn apart from the rest
+    w.lm_head = muninn::detail::random_tensor<muninn::host_backend, float>(be, std::size_t(c.vocab_size * c.n_embd),
+                                                                          0.02f, 5, stream, &w.parameter_count);
+    return llama_model(be, c, std::move(w));
   }();
   return m;
 }
 
 std::vector<std::int32_t> tokens(std::int64_t n) {
-  std::vector<std::int32_t> ids(std::size_t(n));
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) ids[std::size_t(i)] = std::int32_t((i * 7919 + 13) % 128000);
   return ids;
 }

@@ -68,6 +68,9 @@ class model {
   model(Backend be, model_config cfg, model_weights<Backend, T> w)
       : be_(std::move(be)), cfg_(std::move(cfg)), w_(std::move(w)) {
     check_config_matches_arch();
+    MUNINN_CHECK(cfg_.tie_embeddings || w_.lm_head.size() == std::size_t(cfg_.vocab_size * cfg_.n_embd), cfg_.source,
+                 ": the config has an untied head (tie_word_embeddings false) but the weights hold no lm_head of ",
+                 cfg_.vocab_size, " x ", cfg_.n_embd);
     init_dims();
   }
 
