@@ -463,6 +463,25 @@ def write_all(m, data, out):
     m.ae.save(os.path.join(out, "ae"))
     m.save(os.path.join(out, "calm"), AE_PATH, fmt="bin")
     m.save(os.path.join(out, "calm_safetensors"), AE_PATH, fmt="safetensors")
+    write_tokenizer(os.path.join(out, "calm_safetensors", "tokenizer.json"))
+
+
+TOKENIZER_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .,!?'-:;"
+
+
+def write_tokenizer(path):
+    """A 64-entry byte-level BPE without merges for text in / text out: id 0 <s>, 1 </s> (EOS),
+    2..62 one character each (space is byte-level 'Ġ'), 63 [PAD]."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    assert len(TOKENIZER_CHARS) == 61
+    vocab = {"<s>": 0, "</s>": 1, "[PAD]": 63}
+    for i, ch in enumerate(TOKENIZER_CHARS):
+        vocab["\u0120" if ch == " " else ch] = 2 + i
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<s>", "</s>", "[PAD]"])
+    tok.save(path)
 
 
 def main():
