@@ -268,3 +268,15 @@ TEST(CalmReference, BrierOfTheTeacherForcedSequence) {
   for (int n = 0; n < 4; ++n)
     EXPECT_NEAR(got[std::size_t(n)], b.at("brier" + std::to_string(n + 1)).as_double(), 1e-6) << "Brier-" << n + 1;
 }
+
+TEST_F(CalmRandom, HeadTwinsThatDifferAreOneError) {
+  // The head stored under both names with different values (each twin drawn apart).
+  const calm_config cfg = io::read_calm_config(dir_.string());
+  std::vector<io::tensor_spec> specs = io::calm_backbone_tensor_specs(cfg);
+  for (const char* prefix : io::calm_head_prefixes)
+    for (auto& t : io::energy_head_tensor_specs(cfg, prefix, false)) specs.push_back(t);
+  io::write_random_checkpoint(path("model.safetensors"), specs, 77);
+  const std::string msg = muninn_test::error_of([&] { calm::load(dir_.string()); });
+  EXPECT_NE(msg.find("differs from its twin"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("generative_head.noise_embd.weight"), std::string::npos) << msg;
+}
