@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -279,4 +280,53 @@ TEST_F(CalmRandom, HeadTwinsThatDifferAreOneError) {
   const std::string msg = muninn_test::error_of([&] { calm::load(dir_.string()); });
   EXPECT_NE(msg.find("differs from its twin"), std::string::npos) << msg;
   EXPECT_NE(msg.find("generative_head.noise_embd.weight"), std::string::npos) << msg;
+}
+
+// K < 4: the collision term is rolled out along sample 1's path. The oracle below recomputes every
+// rollout from a fresh cache (gold chunks 0 … p, then sample 1's chunks) instead of truncating one
+// cache, and counts the windows itself.
+TEST_F(CalmRandom, BrierWithShortChunksRollsOutTheCollisionTerm) {
+  calm_shape s = tiny_shape();
+  s.patch = 2;
+  write_random_calm(dir_.string(), s, 21);
+  calm m = calm::load(dir_.string());
+  std::vector<std::int32_t> block(16);
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = std::int32_t((i * 11 + 3) % 60);
+  const std::uint64_t seed = 5;
+  const std::int64_t K = 2, L = 8, P = L - 1, S = 2, d = m.config().backbone.n_embd;
+  auto ctx = m.make_context(L);
+  const std::vector<float> h = m.hidden(ctx, block, logits_for::all);
+  const auto pred = m.sample_chunks_rows(std::vector<float>(h.begin(), h.begin() + P * d), 0, stream_seed(seed, 4, 0), 2);
+  brier_values want{};
+  int rolled = 0;
+  for (std::int64_t p = 0; p + S < P; ++p) {
+    std::vector<std::int32_t> a(pred.begin() + 2 * p * K, pred.begin() + (2 * p + 1) * K);
+    std::vector<std::int32_t> b(pred.begin() + (2 * p + 1) * K, pred.begin() + (2 * p + 2) * K);
+    std::array<bool, 4> same{};
+    for (std::int64_t j = 0; j < S; ++j) {
+      if (j > 0) {
+        ++rolled;
+        auto fresh = m.make_context(L);
+        m.hidden(fresh, std::vector<std::int32_t>(block.begin(), block.begin() + (p + 1) * K), logits_for::last);
+        const auto hj = m.hidden(fresh, a, logits_for::last);
+        const auto two = m.sample_chunks_rows(hj, p + j, stream_seed(seed, 4, std::uint64_t(1 + p)), 2);
+        a.assign(two.begin(), two.begin() + K);
+        b.assign(two.begin() + K, two.end());
+      }
+      for (std::int64_t k = 0; k < K; ++k) same[std::size_t(j * K + k)] = a[std::size_t(k)] == b[std::size_t(k)];
+      if (a != b) break;
+    }
+    bool hit1 = true, hit2 = true, col = true;
+    for (int t = 0; t < 4; ++t) {
+      const std::int64_t c = p + t / K, k = t % K;
+      hit1 = hit1 && pred[std::size_t(2 * c * K + k)] == block[std::size_t((c + 1) * K + k)];
+      hit2 = hit2 && pred[std::size_t((2 * c + 1) * K + k)] == block[std::size_t((c + 1) * K + k)];
+      col = col && same[std::size_t(t)];
+      want[std::size_t(t)] += double(hit1) + double(hit2) - double(col);
+    }
+  }
+  for (double& v : want) v /= double(P - S);
+  EXPECT_GT(rolled, 0) << "no rollout happened: the check would not reach the cache path";
+  const brier_values got = calm_brier_block(m, block, brier_draws{seed, 0}).means();
+  for (int n = 0; n < 4; ++n) EXPECT_NEAR(got[std::size_t(n)], want[std::size_t(n)], 1e-12) << "Brier-" << n + 1;
 }
