@@ -194,7 +194,9 @@ class HopChainTask:
                 f"shuffled. Scored: the answer, predicted at the hop token ?h, class h; table, start symbol "
                 f"and next hop token FREE (class 0, not scored). T = {self.T}.")
 
-    def sample(self, rng: random.Random):
+    def sample(self, rng: random.Random, hmax=None):
+        """hmax (training curriculum): every query's hop index drawn uniformly from those with
+        h <= hmax instead of the mix."""
         n = self.n
         order = list(range(n))
         rng.shuffle(order)
@@ -206,6 +208,8 @@ class HopChainTask:
         ids = [self.bos] + [self.pair0 + x * n + f[x] for x in keys]
         hops = [i for i, c in enumerate(self.mix) for _ in range(c)]
         rng.shuffle(hops)
+        if hmax is not None and hmax < self.hops[-1]:
+            hops = [rng.randrange(hmax - self.hmin + 1) for _ in hops]
         for i in hops:
             x = y = rng.randrange(n)
             for _ in range(self.hops[i]):
@@ -238,10 +242,10 @@ def make_heldout(task, n, seed):
     return out
 
 
-def make_batch(task, rng, batch):
+def make_batch(task, rng, batch, hmax=None):
     rows = []
     while len(rows) < batch:
-        s = task.sample(rng)
+        s = task.sample(rng) if hmax is None else task.sample(rng, hmax)
         if not is_heldout(s):
             rows.append(s)
     return torch.tensor(rows, dtype=torch.long)
@@ -616,7 +620,12 @@ def train_one(args, task, variant, out, heldout, log):
             step -= 1
             break
         model.train()
-        ids = make_batch(task, rng, args.batch)
+        hmax = None
+        if getattr(args, "curriculum", 0):
+            # hop curriculum: h <= hmin for the first `curriculum` steps, one more hop every
+            # `curriculum` steps after that, the full mix once every hop count is allowed
+            hmax = task.hmin + step // args.curriculum
+        ids = make_batch(task, rng, args.batch, hmax)
         logits, aux, _ = model(ids, capacity_at(step, args, cfg))
         V = logits.shape[-1]
         lm = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
@@ -687,7 +696,7 @@ def write_heldout(folder, task, seqs, log):
     doc = {
         "schema": "one object per held-out sequence: ids = token ids (length T, starting with <bos>); "
                   "targets[t] = ids[t+1] (-1 at the last position); cls[t] = class of the prediction "
-                  "made at position t (0 free = next value is random, not scored; 1 easy; 2 hard); "
+                  "made at position t (0 free: not scored; the others: see classes); "
                   "pred_scoring / pred_causal = the reference's argmax next token at t (mor_ref "
                   "forward_scoring / forward_decode over the whole sequence); depth_scoring / "
                   "depth_causal = recursions the token at t ran (1..3). Accuracy of a class = mean of "
@@ -708,7 +717,7 @@ def reproduce_command(args):
     """One command that trains all three models (sequentially; every model is seeded on its own,
     so this gives the same weights as separate processes with the same flags) and exports."""
     task = (f"--k {args.k} --groups {args.groups} --window {args.window}" if args.task == "echo-sum" else
-            f"--n {args.n} --mix {args.mix} --hmin {args.hmin} --fused {args.fused}")
+            f"--n {args.n} --mix {args.mix} --hmin {args.hmin} --fused {args.fused} --curriculum {args.curriculum}")
     return (f"python3 tools/reference/train_mor.py train --task {args.task} {task} "
             f"--kv-sharing {args.kv_sharing} --d {args.d} --intermediate {args.intermediate} --heads {args.heads} "
             f"--kv-heads {args.kv_heads} --block-depth {args.block_depth} --steps {args.steps} "
@@ -742,7 +751,7 @@ def train(args):
     heldout = make_heldout(task, args.n_heldout, args.seed)
     os.makedirs(args.out, exist_ok=True)
     variants = [v for v in args.variants.split(",") if v]
-    for v in variants:
+    for v in variants if not args.export_only else []:
         folder = args.out if v == "mor" else os.path.join(args.out, v)
         train_one(args, task, v, folder, heldout, log)
     if args.no_export:
@@ -764,12 +773,11 @@ def train(args):
                     f"with random.Random(seed + 1000003)); training never draws such a sequence; "
                     f"stored in heldout.json",
         "eval": "teacher-forced next-token argmax accuracy over whole held-out sequences, by class of "
-                "the predicted token (easy: echo letter after a value; hard: sum letter after an echo "
-                "letter); mor_scoring = mor_ref forward_scoring (non-causal top-k, capacities "
+                "the prediction (classes: see task); mor_scoring = mor_ref forward_scoring (non-causal top-k, capacities "
                 "1, 2/3, 1/3 of T); mor_causal = mor_ref forward_decode (recursion r >= 1 iff the "
                 "token ran r-1 and sigmoid(router logit) >= 0.5; one call over the whole sequence "
-                "equals token-by-token decoding with the ragged KV cache); fixed_depth3 = same "
-                "architecture, capacity 1 at every recursion (every token runs 3 recursions); "
+                "equals token-by-token decoding with the ragged KV cache); fixed_depthN = the same "
+                "layers with N recursions and capacity 1 at every recursion (every token runs N); "
                 "vanilla = plain Llama of first, block, last (the same unique parameters, depth 3 "
                 "layers). Depth = recursions of the shared block a token ran. router_sigmoid: "
                 "sigmoid(router logit) of every evaluated candidate per recursion; near_binary_0.1 = "
@@ -835,6 +843,8 @@ def main(argv=None):
     t.add_argument("--mix", default="2,2,2,2", help="hop-chain: queries per sequence with h = 1, 2, ...")
     t.add_argument("--hmin", type=int, default=1, help="hop-chain: hop count of the first --mix entry")
     t.add_argument("--fused", type=int, default=0, help="hop-chain: one query token ?hx (1) or [x ?h] (0)")
+    t.add_argument("--curriculum", type=int, default=0,
+                   help="hop-chain: steps per stage of a hop curriculum (0: none)")
     t.add_argument("--kv-sharing", type=int, default=0, help="recursive KV sharing (1) or not (0)")
     t.add_argument("--k", type=int, default=10, help="number of values")
     t.add_argument("--groups", type=int, default=16, help="[v e s] groups per sequence")
@@ -864,6 +874,9 @@ def main(argv=None):
                    help="models to train (each seeded alike, so separate processes give the same "
                         "weights); the export measures every model found under --out")
     t.add_argument("--no-export", action="store_true", help="train only; no eval / demo.json")
+    t.add_argument("--export-only", action="store_true",
+                   help="no training: measure the models already under --out (trained with the same "
+                        "task flags, e.g. as parallel --no-export runs) and write demo.json / heldout.json")
     t.add_argument("--log-every", type=int, default=50)
     t.add_argument("--log", default="")
     t.add_argument("--hardware", default="CPU: AMD EPYC VM, 2 vCPUs shared with other jobs; 1 PyTorch thread")
