@@ -8,6 +8,11 @@ router per recursion, sigmoid gate with alpha = 0.1, capacities (1, 2/3, 1/3), a
 BCE router loss (coefficient 0.001) whose targets are "this token is in the top-k of its
 recursion", so that sigmoid(logit) >= 0.5 can decide causally at decode time.
 
+Tasks: "echo-sum" (the shipped model) and "hop-chain" (HopChainTask, multi-hop lookups in an
+in-context permutation; tried for a model in which depth pays and not
+shipped: see docs/mor_demo.md). Recursive KV sharing (--kv-sharing, the reference's
+kv_sharing.enable) is supported by the training forward.
+
 Task "echo-sum" (the shipped one): after <bos>, G = 16 groups of three tokens [v, e, s]:
   v  a value digit 0..k-1 (k = 10), uniform at random   (predicting it: "free", not learnable)
   e  the echo letter of v (a..j)                        (predicted at v: EASY, identity-like)
@@ -80,6 +85,7 @@ CLASS_NAMES = {FREE: "free", EASY: "easy", HARD: "hard"}
 # ----------------------------------------------------------------------------------------------
 class EchoSumTask:
     name = "echo-sum"
+    class_names = CLASS_NAMES
 
     def __init__(self, k: int = 10, groups: int = 16, window: int = 5) -> None:
         assert 2 <= k <= 20 and groups >= 1 and window >= 1
@@ -89,6 +95,9 @@ class EchoSumTask:
         self.ids = {t: i for i, t in enumerate(self.tokens)}
         self.bos = 0
         self.T = 1 + 3 * groups
+
+    def params(self):
+        return {"k": self.k, "groups": self.groups, "window": self.window, "T": self.T}
 
     def value(self, v):
         return 1 + v
@@ -131,6 +140,93 @@ class EchoSumTask:
         return out
 
 
+class HopChainTask:
+    """Multi-hop lookups in an in-context permutation (--task hop-chain; not shipped, see
+    docs/mor_demo.md "What was tried").
+
+    <bos>, then a table: a random cyclic permutation f of the n symbols a.. (one n-cycle), one
+    token 'x>y' per pair, in random order; then Q queries. A query asks for f^h(x): either as one
+    token ?hx (fused=True) or as two tokens [x ?h] (fused=False), followed by the answer symbol.
+    Per sequence the hop counts are the multiset `mix` (mix[i] queries with h = hmin + i),
+    shuffled; x uniform.
+
+    Predictions: at the query token (?hx, or ?h) the answer, class 1 + h - hmin (scored);
+    everything else (the table, the next query's tokens) is free (class 0, not scored).
+
+    Why depth should pay: one attention layer follows at most one pointer (a query reads the
+    table entry whose key is its current symbol, which it must hold when its query vector is
+    formed). With [x ?h] the first layer only fetches x, every pass of the shared block can follow
+    one pointer and the last layer one more: a token that ran d recursions follows at most d + 1
+    pointers (h <= 2 at depth 1, h = 3 needs depth 2, h = 4 depth 3), pointer doubling inside the
+    table aside. With ?hx the first layer can follow one as well (d + 2). With recursive KV
+    sharing (--kv-sharing 1) every recursion attends over recursion 0's keys and values of every
+    token, so the table is visible at every depth without running deep itself. With h <= n/2 the
+    cycle gives no shorter backward route."""
+
+    name = "hop-chain"
+
+    def __init__(self, n: int = 8, mix=(2, 2, 2, 2), hmin: int = 1, fused: bool = False) -> None:
+        self.n, self.mix, self.hmin, self.fused = n, tuple(mix), hmin, fused
+        self.H, self.nq = len(mix), sum(mix)
+        self.hops = list(range(hmin, hmin + self.H))
+        assert 3 <= n <= 20 and self.hops[-1] <= n // 2
+        syms = [chr(ord("a") + i) for i in range(n)]
+        qtok = [f"?{h}{x}" for h in self.hops for x in syms] if fused else [f"?{h}" for h in self.hops]
+        self.tokens = ["<bos>"] + syms + qtok + [f"{a}>{b}" for a in syms for b in syms]
+        self.q0 = 1 + n
+        self.pair0 = 1 + n + len(qtok)
+        self.bos = 0
+        self.T = 1 + n + (2 if fused else 3) * self.nq
+        self.class_names = {0: "free", **{i + 1: f"h{h}" for i, h in enumerate(self.hops)}}
+
+    def sym(self, x):
+        return 1 + x
+
+    def params(self):
+        return {"n": self.n, "mix": list(self.mix), "hmin": self.hmin, "fused": self.fused, "T": self.T}
+
+    def describe(self) -> str:
+        n = self.n
+        return (f"hop-chain: <bos>, then a random cyclic permutation f of the symbols a..{chr(ord('a') + n - 1)} "
+                f"as {n} table tokens 'x>y' in random order, then a start symbol s0 and {self.nq} queries "
+                f"[?h s_j] with s_j = f^h(s_(j-1)) (the answer is the next query's start); per sequence "
+                f"{'/'.join(map(str, self.mix))} queries with h = {'/'.join(str(h) for h in range(1, self.H + 1))}, "
+                f"shuffled. Scored: the answer, predicted at the hop token ?h, class h; table, start symbol "
+                f"and next hop token FREE (class 0, not scored). T = {self.T}.")
+
+    def sample(self, rng: random.Random, hmax=None):
+        """hmax (training curriculum): every query's hop index drawn uniformly from those with
+        h <= hmax instead of the mix."""
+        n = self.n
+        order = list(range(n))
+        rng.shuffle(order)
+        f = [0] * n
+        for i in range(n):
+            f[order[i]] = order[(i + 1) % n]
+        keys = list(range(n))
+        rng.shuffle(keys)
+        ids = [self.bos] + [self.pair0 + x * n + f[x] for x in keys]
+        hops = [i for i, c in enumerate(self.mix) for _ in range(c)]
+        rng.shuffle(hops)
+        if hmax is not None and hmax < self.hops[-1]:
+            hops = [rng.randrange(hmax - self.hmin + 1) for _ in hops]
+        for i in hops:
+            x = y = rng.randrange(n)
+            for _ in range(self.hops[i]):
+                y = f[y]
+            if self.fused:
+                ids += [self.q0 + i * n + x, self.sym(y)]
+            else:
+                ids += [self.sym(x), self.q0 + i, self.sym(y)]
+        return ids
+
+    def classes(self, ids):
+        """Per position: the class of the prediction made there (of ids[t+1]); the last is FREE."""
+        per = self.n if self.fused else 1
+        return [FREE if t == len(ids) - 1 or not self.q0 <= x < self.pair0 else 1 + (x - self.q0) // per
+                for t, x in enumerate(ids)]
+
+
 def is_heldout(ids) -> bool:
     return zlib.crc32(bytes(ids)) % 8 == 0
 
@@ -146,10 +242,10 @@ def make_heldout(task, n, seed):
     return out
 
 
-def make_batch(task, rng, batch):
+def make_batch(task, rng, batch, hmax=None):
     rows = []
     while len(rows) < batch:
-        s = task.sample(rng)
+        s = task.sample(rng) if hmax is None else task.sample(rng, hmax)
         if not is_heldout(s):
             rows.append(s)
     return torch.tensor(rows, dtype=torch.long)
@@ -166,7 +262,7 @@ class TrainMoR(nn.Module):
     def __init__(self, cfg: M.MoRConfig, seed: int, plain: bool = False, init_std: float = 0.02):
         super().__init__()
         assert cfg.sharing == "middle_cycle" and cfg.type == "expert" and cfg.router_type == "linear"
-        assert cfg.router_func == "sigmoid" and not cfg.kv_sharing and cfg.tie_word_embeddings
+        assert cfg.router_func == "sigmoid" and cfg.tie_word_embeddings
         self.cfg, self.plain = cfg, plain
         g = torch.Generator().manual_seed(seed)
         d = cfg.hidden_size
@@ -201,8 +297,11 @@ class TrainMoR(nn.Module):
         xf = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.cfg.rms_norm_eps)
         return w * xf
 
-    def layer(self, p, x, pos):
-        """x [B,n,d] at absolute positions pos [B,n] (ascending per row): causal by index."""
+    def layer(self, p, x, pos, shared=None, keep=None):
+        """x [B,n,d] at absolute positions pos [B,n] (ascending per row): causal by index.
+        shared: (k, v, kpos) of recursion 0 (recursive KV sharing): no K/V projection, the queries
+        attend to every shared key at a position <= theirs. keep: a list that receives this
+        layer's (k, v, pos) (recursion 0 with KV sharing)."""
         c = self.cfg
         B, n, _ = x.shape
         H, Hkv, D = c.num_attention_heads, c.num_key_value_heads, c.head_dim
@@ -211,26 +310,33 @@ class TrainMoR(nn.Module):
         cos, sin = emb.cos()[:, :, None, :], emb.sin()[:, :, None, :]
         h = self.rms(x, self.w(p, "input_layernorm"))
         q = (h @ self.w(p, "self_attn.q_proj").T).view(B, n, H, D)
-        k = (h @ self.w(p, "self_attn.k_proj").T).view(B, n, Hkv, D)
-        v = (h @ self.w(p, "self_attn.v_proj").T).view(B, n, Hkv, D)
         q = q * cos + M.rotate_half(q) * sin
-        k = k * cos + M.rotate_half(k) * sin
+        if shared is None:
+            k = (h @ self.w(p, "self_attn.k_proj").T).view(B, n, Hkv, D)
+            v = (h @ self.w(p, "self_attn.v_proj").T).view(B, n, Hkv, D)
+            k = k * cos + M.rotate_half(k) * sin
+            kpos = pos
+            if keep is not None:
+                keep.append((k, v, pos))
+        else:
+            k, v, kpos = shared
         rep = H // Hkv
         k = k.repeat_interleave(rep, dim=2)
         v = v.repeat_interleave(rep, dim=2)
         # the same operations as mor_ref.attention (einsum, -inf mask, fp32 softmax)
         sc = torch.einsum("bnhd,bmhd->bhnm", q, k) * D ** -0.5
-        causal = torch.ones(n, n, dtype=torch.bool).tril()
-        sc = sc.masked_fill(~causal, float("-inf"))
+        future = kpos[:, None, None, :] > pos[:, None, :, None]
+        sc = sc.masked_fill(future, float("-inf"))
         a = torch.einsum("bhnm,bmhd->bnhd", torch.softmax(sc, dim=-1), v)
         x = x + a.reshape(B, n, H * D) @ self.w(p, "self_attn.o_proj").T
         h = self.rms(x, self.w(p, "post_attention_layernorm"))
         mlp = (F.silu(h @ self.w(p, "mlp.gate_proj").T) * (h @ self.w(p, "mlp.up_proj").T))
         return x + mlp @ self.w(p, "mlp.down_proj").T
 
-    def run_block(self, x, pos):
-        for p in self.block:
-            x = self.layer(p, x, pos)
+    def run_block(self, x, pos, shared=None, keep=None):
+        """The B shared layers; shared / keep: per layer-in-block, as in layer()."""
+        for l, p in enumerate(self.block):
+            x = self.layer(p, x, pos, shared=shared[l] if shared else None, keep=keep)
         return x
 
     def forward(self, ids, capacity=None):
@@ -246,9 +352,11 @@ class TrainMoR(nn.Module):
         aux = x.new_zeros(())
         sels = []
         if self.plain:
+            assert not c.kv_sharing
             for _ in range(c.num_recursion):
                 x = self.run_block(x, pos)
         else:
+            rec0 = []  # KV sharing: recursion 0's (k, v, pos) per layer-in-block
             cand = pos
             for r in range(c.num_recursion):
                 xc = x.gather(1, cand[..., None].expand(-1, -1, d))
@@ -263,7 +371,12 @@ class TrainMoR(nn.Module):
                 aux = aux + F.binary_cross_entropy_with_logits(logit, tgt, reduction="sum") / (B * cand.shape[1])
                 sel = cand.gather(1, idx)
                 xs = x.gather(1, sel[..., None].expand(-1, -1, d))
-                y = self.run_block(xs, sel)
+                if c.kv_sharing:
+                    # recursion 0 runs every token (capacity 1), so its K/V cover the whole row
+                    assert r > 0 or k == T
+                    y = self.run_block(xs, sel, shared=rec0 if r > 0 else None, keep=rec0 if r == 0 else None)
+                else:
+                    y = self.run_block(xs, sel)
                 x = x.scatter_add(1, sel[..., None].expand(-1, -1, d), vals[..., None] * y)
                 sels.append(sel)
                 cand = sel
@@ -325,8 +438,9 @@ def ref_forward(m: M.MoRModel, ids, mode):
 def measure(m: M.MoRModel, task, seqs, mode, batch=50):
     """Accuracies by class, depth histogram by class, router stats, predictions per position."""
     nr = m.cfg.num_recursion
-    cls_acc = {c: [0, 0] for c in (EASY, HARD)}
-    depth_hist = {c: [0] * (nr + 1) for c in (FREE, EASY, HARD)}
+    names = task.class_names
+    cls_acc = {c: [0, 0] for c in names if c != FREE}
+    depth_hist = {c: [0] * (nr + 1) for c in names}
     sig_all = [[] for _ in range(nr)]
     agree_all = [[0, 0] for _ in range(nr)]
     preds, depths = [], []
@@ -350,14 +464,14 @@ def measure(m: M.MoRModel, task, seqs, mode, batch=50):
                     depth_hist[cl[t]][dd] += 1
             preds.append(am[b])
             depths.append(dep[b] if dep is not None else [nr] * len(row))
-    res = {"accuracy": {CLASS_NAMES[c]: v[0] / v[1] for c, v in cls_acc.items()}}
+    res = {"accuracy": {names[c]: v[0] / v[1] for c, v in cls_acc.items()}}
     tot = sum(v[0] for v in cls_acc.values()) / sum(v[1] for v in cls_acc.values())
     res["accuracy"]["scored"] = tot
     if mode != "plain":
-        res["depth_histogram"] = {CLASS_NAMES[c]: {str(d): h[d] for d in range(1, nr + 1)}
+        res["depth_histogram"] = {names[c]: {str(d): h[d] for d in range(1, nr + 1)}
                                   for c, h in depth_hist.items()}
         n_tok = sum(sum(h) for h in depth_hist.values())
-        res["mean_depth"] = {CLASS_NAMES[c]: sum(d * h[d] for d in range(nr + 1)) / max(1, sum(h))
+        res["mean_depth"] = {names[c]: sum(d * h[d] for d in range(nr + 1)) / max(1, sum(h))
                              for c, h in depth_hist.items()}
         res["mean_depth"]["all"] = sum(d * h[d] for h in depth_hist.values() for d in range(nr + 1)) / n_tok
         res["block_compute_vs_all_depth"] = res["mean_depth"]["all"] / nr
@@ -412,10 +526,11 @@ def eval_all(folder, task, seqs, log=print):
     for mode in ("scoring", "causal"):
         res, _, _ = measure(m, task, seqs, mode)
         out[f"mor_{mode}"] = r4(res)
-    fx = os.path.join(folder, "fixed")
-    if os.path.exists(os.path.join(fx, "config.json")):
-        res, _, _ = measure(M.MoRModel.load(fx), task, seqs, "scoring")
-        out["fixed_depth3"] = r4(res)
+    for v, nr in FIXED_DEPTH.items():
+        fx = os.path.join(folder, v)
+        if os.path.exists(os.path.join(fx, "config.json")):
+            res, _, _ = measure(M.MoRModel.load(fx), task, seqs, "scoring")
+            out[f"fixed_depth{nr}"] = r4(res)
     va = os.path.join(folder, "vanilla")
     if os.path.exists(os.path.join(va, "config.json")):
         res, _, _ = measure(M.MoRModel.load(va), task, seqs, "plain")
@@ -435,19 +550,27 @@ def eval_all(folder, task, seqs, log=print):
 # ----------------------------------------------------------------------------------------------
 # training
 # ----------------------------------------------------------------------------------------------
+FIXED_DEPTH = {"fixed": 3, "fixed2": 2, "fixed1": 1}
+
+
 def make_cfg(args, task, variant):
+    """mor: the MoR; fixed / fixed2 / fixed1: the same layers with every token at depth 3 / 2 / 1
+    (capacity 1 at every recursion, still gated); vanilla: plain Llama first, block, last."""
     common = dict(vocab_size=len(task.tokens), hidden_size=args.d, intermediate_size=args.intermediate,
                   num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
                   max_position_embeddings=max(64, task.T), rope_theta=10000.0, rms_norm_eps=1e-5,
                   sharing="middle_cycle", type="expert", router_type="linear",
-                  router_func="sigmoid", alpha=0.1, temp=1.0, kv_sharing=False)
+                  router_func="sigmoid", alpha=0.1, temp=1.0)
+    kv = dict(kv_sharing=bool(args.kv_sharing))
     if variant == "mor":
         return M.MoRConfig(num_hidden_layers=2 + 3 * args.block_depth, num_recursion=3,
-                           capacity=[1.0, 2 / 3, 1 / 3], **common)
-    if variant == "fixed":
-        return M.MoRConfig(num_hidden_layers=2 + 3 * args.block_depth, num_recursion=3,
-                           capacity=[1.0, 1.0, 1.0], **common)
-    return M.MoRConfig(num_hidden_layers=2 + args.block_depth, num_recursion=1, capacity=[1.0], **common)
+                           capacity=[1.0, 2 / 3, 1 / 3], **common, **kv)
+    if variant in FIXED_DEPTH:
+        nr = FIXED_DEPTH[variant]
+        return M.MoRConfig(num_hidden_layers=2 + nr * args.block_depth, num_recursion=nr,
+                           capacity=[1.0] * nr, **common, **kv)
+    return M.MoRConfig(num_hidden_layers=2 + args.block_depth, num_recursion=1, capacity=[1.0],
+                       kv_sharing=False, **common)
 
 
 def capacity_at(step, args, cfg):
@@ -497,7 +620,12 @@ def train_one(args, task, variant, out, heldout, log):
             step -= 1
             break
         model.train()
-        ids = make_batch(task, rng, args.batch)
+        hmax = None
+        if getattr(args, "curriculum", 0):
+            # hop curriculum: h <= hmin for the first `curriculum` steps, one more hop every
+            # `curriculum` steps after that, the full mix once every hop count is allowed
+            hmax = task.hmin + step // args.curriculum
+        ids = make_batch(task, rng, args.batch, hmax)
         logits, aux, _ = model(ids, capacity_at(step, args, cfg))
         V = logits.shape[-1]
         lm = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
@@ -517,11 +645,16 @@ def train_one(args, task, variant, out, heldout, log):
                     model.eval()
                     lg, _, sels = model(qids)
                     am = lg[:, :-1].argmax(-1) == qids[:, 1:]
-                    acc = {n: am[qcls[:, :-1] == c].float().mean().item() for c, n in ((EASY, "easy"), (HARD, "hard"))}
-                    msg += f" | heldout64 easy {acc['easy']:.3f} hard {acc['hard']:.3f}"
+                    qc = qcls[:, :-1]
+                    msg += " | heldout64 " + " ".join(f"{n} {am[qc == c].float().mean().item():.3f}"
+                                                      for c, n in task.class_names.items() if c != FREE)
                     if sels and variant == "mor":
-                        sh = [(qcls.gather(1, sl) == HARD).float().mean().item() for sl in sels[1:]]
-                        msg += " | hard share of r1, r2 selections " + " ".join(f"{x:.3f}" for x in sh)
+                        # mean depth per class over the 64 rows
+                        dep = torch.zeros_like(qcls)
+                        for sl in sels:
+                            dep.scatter_add_(1, sl, torch.ones_like(sl))
+                        msg += " | mean depth " + " ".join(f"{n} {dep[qcls == c].float().mean().item():.2f}"
+                                                           for c, n in task.class_names.items())
             log(msg)
     wall = time.time() - t0
     steps_done = step + 1
@@ -563,12 +696,12 @@ def write_heldout(folder, task, seqs, log):
     doc = {
         "schema": "one object per held-out sequence: ids = token ids (length T, starting with <bos>); "
                   "targets[t] = ids[t+1] (-1 at the last position); cls[t] = class of the prediction "
-                  "made at position t (0 free = next value is random, not scored; 1 easy; 2 hard); "
+                  "made at position t (0 free: not scored; the others: see classes); "
                   "pred_scoring / pred_causal = the reference's argmax next token at t (mor_ref "
                   "forward_scoring / forward_decode over the whole sequence); depth_scoring / "
                   "depth_causal = recursions the token at t ran (1..3). Accuracy of a class = mean of "
                   "pred[t] == targets[t] over positions with that cls.",
-        "task": task.describe(), "T": task.T, "classes": {str(k): v for k, v in CLASS_NAMES.items()},
+        "task": task.describe(), "T": task.T, "classes": {str(k): v for k, v in task.class_names.items()},
         "token_map": {t: i for i, t in enumerate(task.tokens)}, "bos": task.bos,
         "num_recursion": m.cfg.num_recursion, "capacity": m.cfg.capacity,
         "sequences": rows,
@@ -583,17 +716,27 @@ def write_heldout(folder, task, seqs, log):
 def reproduce_command(args):
     """One command that trains all three models (sequentially; every model is seeded on its own,
     so this gives the same weights as separate processes with the same flags) and exports."""
-    return (f"python3 tools/reference/train_mor.py train --k {args.k} --groups {args.groups} "
-            f"--window {args.window} --d {args.d} --intermediate {args.intermediate} --heads {args.heads} "
+    task = (f"--k {args.k} --groups {args.groups} --window {args.window}" if args.task == "echo-sum" else
+            f"--n {args.n} --mix {args.mix} --hmin {args.hmin} --fused {args.fused} --curriculum {args.curriculum}")
+    return (f"python3 tools/reference/train_mor.py train --task {args.task} {task} "
+            f"--kv-sharing {args.kv_sharing} --d {args.d} --intermediate {args.intermediate} --heads {args.heads} "
             f"--kv-heads {args.kv_heads} --block-depth {args.block_depth} --steps {args.steps} "
             f"--batch {args.batch} --lr {args.lr} --wd {args.wd} --warmup {args.warmup} "
             f"--aux-coeff {args.aux_coeff} --cap-warmup {args.cap_warmup} --seed {args.seed} "
             f"--threads {args.threads} --max-minutes {args.max_minutes} --out {args.out}")
 
 
+def make_task(name, p):
+    if name == "echo-sum":
+        return EchoSumTask(p["k"], p["groups"], p["window"])
+    mix = p["mix"]
+    return HopChainTask(p["n"], tuple(int(x) for x in mix.split(",")) if isinstance(mix, str) else tuple(mix),
+                        p["hmin"], bool(p["fused"]))
+
+
 def train(args):
     torch.set_num_threads(args.threads)
-    task = EchoSumTask(args.k, args.groups, args.window)
+    task = make_task(args.task, vars(args))
     logf = open(args.log, "a", encoding="utf-8") if args.log else None
 
     def log(msg):
@@ -608,13 +751,13 @@ def train(args):
     heldout = make_heldout(task, args.n_heldout, args.seed)
     os.makedirs(args.out, exist_ok=True)
     variants = [v for v in args.variants.split(",") if v]
-    for v in variants:
+    for v in variants if not args.export_only else []:
         folder = args.out if v == "mor" else os.path.join(args.out, v)
         train_one(args, task, v, folder, heldout, log)
     if args.no_export:
         return
     runs = {}
-    for v in ("mor", "fixed", "vanilla"):
+    for v in ("mor", *FIXED_DEPTH, "vanilla"):
         f = os.path.join(args.out if v == "mor" else os.path.join(args.out, v), "train_run.json")
         if os.path.exists(f):
             runs[v] = json.load(open(f, encoding="utf-8"))
@@ -623,19 +766,18 @@ def train(args):
     demo = {
         "task": task.describe(),
         "task_name": task.name,
-        "task_params": {"k": args.k, "groups": args.groups, "window": args.window, "T": task.T},
+        "task_params": task.params(),
         "token_map": {t: i for i, t in enumerate(task.tokens)},
-        "classes": {str(k): v for k, v in CLASS_NAMES.items()},
+        "classes": {str(k): v for k, v in task.class_names.items()},
         "held_out": f"{args.n_heldout} distinct sequences with zlib.crc32(bytes(ids)) % 8 == 0 (drawn "
                     f"with random.Random(seed + 1000003)); training never draws such a sequence; "
                     f"stored in heldout.json",
         "eval": "teacher-forced next-token argmax accuracy over whole held-out sequences, by class of "
-                "the predicted token (easy: echo letter after a value; hard: sum letter after an echo "
-                "letter); mor_scoring = mor_ref forward_scoring (non-causal top-k, capacities "
+                "the prediction (classes: see task); mor_scoring = mor_ref forward_scoring (non-causal top-k, capacities "
                 "1, 2/3, 1/3 of T); mor_causal = mor_ref forward_decode (recursion r >= 1 iff the "
                 "token ran r-1 and sigmoid(router logit) >= 0.5; one call over the whole sequence "
-                "equals token-by-token decoding with the ragged KV cache); fixed_depth3 = same "
-                "architecture, capacity 1 at every recursion (every token runs 3 recursions); "
+                "equals token-by-token decoding with the ragged KV cache); fixed_depthN = the same "
+                "layers with N recursions and capacity 1 at every recursion (every token runs N); "
                 "vanilla = plain Llama of first, block, last (the same unique parameters, depth 3 "
                 "layers). Depth = recursions of the shared block a token ran. router_sigmoid: "
                 "sigmoid(router logit) of every evaluated candidate per recursion; near_binary_0.1 = "
@@ -679,8 +821,7 @@ def train(args):
 def evaluate(args):
     torch.set_num_threads(args.threads)
     demo = json.load(open(os.path.join(args.model, "demo.json"), encoding="utf-8"))
-    tp = demo["task_params"]
-    task = EchoSumTask(tp["k"], tp["groups"], tp["window"])
+    task = make_task(demo.get("task_name", "echo-sum"), demo["task_params"])
     held = json.load(open(os.path.join(args.model, "heldout.json"), encoding="utf-8"))
     seqs = [r["ids"] for r in held["sequences"]]
     results = eval_all(args.model, task, seqs)
@@ -697,6 +838,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train")
+    t.add_argument("--task", default="echo-sum", choices=["hop-chain", "echo-sum"])
+    t.add_argument("--n", type=int, default=8, help="hop-chain: symbols in the permutation")
+    t.add_argument("--mix", default="2,2,2,2", help="hop-chain: queries per sequence with h = 1, 2, ...")
+    t.add_argument("--hmin", type=int, default=1, help="hop-chain: hop count of the first --mix entry")
+    t.add_argument("--fused", type=int, default=0, help="hop-chain: one query token ?hx (1) or [x ?h] (0)")
+    t.add_argument("--curriculum", type=int, default=0,
+                   help="hop-chain: steps per stage of a hop curriculum (0: none)")
+    t.add_argument("--kv-sharing", type=int, default=0, help="recursive KV sharing (1) or not (0)")
     t.add_argument("--k", type=int, default=10, help="number of values")
     t.add_argument("--groups", type=int, default=16, help="[v e s] groups per sequence")
     t.add_argument("--window", type=int, default=5, help="values summed for a hard target")
@@ -725,6 +874,9 @@ def main(argv=None):
                    help="models to train (each seeded alike, so separate processes give the same "
                         "weights); the export measures every model found under --out")
     t.add_argument("--no-export", action="store_true", help="train only; no eval / demo.json")
+    t.add_argument("--export-only", action="store_true",
+                   help="no training: measure the models already under --out (trained with the same "
+                        "task flags, e.g. as parallel --no-export runs) and write demo.json / heldout.json")
     t.add_argument("--log-every", type=int, default=50)
     t.add_argument("--log", default="")
     t.add_argument("--hardware", default="CPU: AMD EPYC VM, 2 vCPUs shared with other jobs; 1 PyTorch thread")
