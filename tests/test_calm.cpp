@@ -284,36 +284,39 @@ TEST_F(CalmRandom, HeadTwinsThatDifferAreOneError) {
 
 // K < 4: the collision term is rolled out along sample 1's path. The oracle below recomputes every
 // rollout from a fresh cache (gold chunks 0 … p, then sample 1's chunks) instead of truncating one
-// cache, and counts the windows itself.
-TEST_F(CalmRandom, BrierWithShortChunksRollsOutTheCollisionTerm) {
-  calm_shape s = tiny_shape();
-  s.patch = 2;
-  write_random_calm(dir_.string(), s, 21);
-  calm m = calm::load(dir_.string());
-  std::vector<std::int32_t> block(16);
-  for (std::size_t i = 0; i < block.size(); ++i) block[i] = std::int32_t((i * 11 + 3) % 60);
-  const std::uint64_t seed = 5;
-  const std::int64_t K = 2, L = 8, P = L - 1, S = 2, d = m.config().backbone.n_embd;
+// cache, and counts the windows itself. The head's noise weights are scaled down so that samples
+// often agree and rollouts reach their second step, where the cache path matters.
+namespace {
+
+struct rollout_oracle {
+  brier_values brier{};
+  int second_steps = 0;      // rollouts that fed sample 1's chunk
+  int second_step_hits = 0;  // … and whose two fresh samples agreed
+};
+
+rollout_oracle short_chunk_oracle(calm& m, const std::vector<std::int32_t>& block, std::uint64_t seed) {
+  const std::int64_t K = m.patch_size(), L = std::int64_t(block.size()) / K, P = L - 1, S = (4 + K - 1) / K;
+  const std::int64_t d = m.config().backbone.n_embd;
   auto ctx = m.make_context(L);
   const std::vector<float> h = m.hidden(ctx, block, logits_for::all);
   const auto pred = m.sample_chunks_rows(std::vector<float>(h.begin(), h.begin() + P * d), 0, stream_seed(seed, 4, 0), 2);
-  brier_values want{};
-  int rolled = 0;
+  rollout_oracle o;
   for (std::int64_t p = 0; p + S < P; ++p) {
     std::vector<std::int32_t> a(pred.begin() + 2 * p * K, pred.begin() + (2 * p + 1) * K);
     std::vector<std::int32_t> b(pred.begin() + (2 * p + 1) * K, pred.begin() + (2 * p + 2) * K);
     std::array<bool, 4> same{};
     for (std::int64_t j = 0; j < S; ++j) {
       if (j > 0) {
-        ++rolled;
+        ++o.second_steps;
         auto fresh = m.make_context(L);
         m.hidden(fresh, std::vector<std::int32_t>(block.begin(), block.begin() + (p + 1) * K), logits_for::last);
         const auto hj = m.hidden(fresh, a, logits_for::last);
         const auto two = m.sample_chunks_rows(hj, p + j, stream_seed(seed, 4, std::uint64_t(1 + p)), 2);
         a.assign(two.begin(), two.begin() + K);
         b.assign(two.begin() + K, two.end());
+        o.second_step_hits += a == b;
       }
-      for (std::int64_t k = 0; k < K; ++k) same[std::size_t(j * K + k)] = a[std::size_t(k)] == b[std::size_t(k)];
+      for (std::int64_t k = 0; k < K && j * K + k < 4; ++k) same[std::size_t(j * K + k)] = a[std::size_t(k)] == b[std::size_t(k)];
       if (a != b) break;
     }
     bool hit1 = true, hit2 = true, col = true;
@@ -322,11 +325,53 @@ TEST_F(CalmRandom, BrierWithShortChunksRollsOutTheCollisionTerm) {
       hit1 = hit1 && pred[std::size_t(2 * c * K + k)] == block[std::size_t((c + 1) * K + k)];
       hit2 = hit2 && pred[std::size_t((2 * c + 1) * K + k)] == block[std::size_t((c + 1) * K + k)];
       col = col && same[std::size_t(t)];
-      want[std::size_t(t)] += double(hit1) + double(hit2) - double(col);
+      o.brier[std::size_t(t)] += double(hit1) + double(hit2) - double(col);
     }
   }
-  for (double& v : want) v /= double(P - S);
-  EXPECT_GT(rolled, 0) << "no rollout happened: the check would not reach the cache path";
-  const brier_values got = calm_brier_block(m, block, brier_draws{seed, 0}).means();
-  for (int n = 0; n < 4; ++n) EXPECT_NEAR(got[std::size_t(n)], want[std::size_t(n)], 1e-12) << "Brier-" << n + 1;
+  for (double& v : o.brier) v /= double(P - S);
+  return o;
+}
+
+// Rewrites `file` with tensor `name` changed by `edit(values, shape)`.
+template <class Edit>
+void rewrite_tensor(const std::string& file, const std::string& name, Edit&& edit) {
+  std::vector<std::pair<std::string, io::tensor_to_write>> tensors;
+  {
+    const io::checkpoint ck = io::checkpoint::open(file);
+    for (const auto& t : ck.tensors()) {
+      std::vector<float> v = ck.read_f32(t.name);
+      if (t.name == name) edit(v, t.shape);
+      tensors.push_back({t.name, io::tensor_to_write{t.shape, std::move(v)}});
+    }
+  }
+  io::write_safetensors(file, tensors);
+}
+
+}  // namespace
+
+TEST_F(CalmRandom, BrierWithShortChunksRollsOutTheCollisionTerm) {
+  // The decoder's output matrix (the encoder embedding) gets only `distinct` different rows, so
+  // decoded tokens take few values and two samples agree often enough for rollouts to reach their
+  // second step, where the cache path matters (arg-max ties go to the first index everywhere).
+  calm_shape s = tiny_shape();
+  s.patch = 2;
+  std::vector<std::int32_t> block(96);
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = std::int32_t((i * 11 + 3) % 60);
+  bool mixed = false;  // some second steps agreed and some did not
+  for (const std::int64_t distinct : {64, 4, 2}) {
+    SCOPED_TRACE(distinct);
+    write_random_calm(dir_.string(), s, 21);
+    rewrite_tensor(ae_ + "/model.safetensors", "encoder.embed_tokens.weight",
+                   [&](std::vector<float>& v, const std::vector<std::int64_t>& shape) {
+                     for (std::int64_t r = 0; r < shape[0]; ++r)
+                       std::copy(v.begin() + (r % distinct) * shape[1], v.begin() + (r % distinct + 1) * shape[1],
+                                 v.begin() + r * shape[1]);
+                   });
+    calm m = calm::load(dir_.string());
+    const rollout_oracle want = short_chunk_oracle(m, block, 5);
+    const brier_values got = calm_brier_block(m, block, brier_draws{5, 0}).means();
+    for (int n = 0; n < 4; ++n) EXPECT_NEAR(got[std::size_t(n)], want.brier[std::size_t(n)], 1e-12) << "Brier-" << n + 1;
+    mixed = mixed || (want.second_step_hits > 0 && want.second_step_hits < want.second_steps);
+  }
+  EXPECT_TRUE(mixed) << "no setting gave rollouts that both agreed and differed: the check is too weak";
 }
