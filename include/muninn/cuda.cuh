@@ -28,4 +28,5 @@
 #include "muninn/ops/cuda/reduce.cuh"
 #include "muninn/ops/cuda/rope.cuh"
 #include "muninn/ops/cuda/softmax.cuh"
+#include "muninn/ops/cuda/transpose.cuh"
 #include "muninn/runtime/cuda/chunk_sampling.cuh"

@@ -10,7 +10,8 @@ set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-sta
 set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed)
 set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config --ae)
 set(flags_ae --model --tokens --prompt --ae)
-set(commands info forward generate demo eval ae)
+set(flags_solve --model --data --max-steps --halt --show --limit --batch)
+set(commands info forward generate demo eval ae solve)
 
 # help(<out> <arg>...): stdout of `EXE <arg>...`, which must exit 0 and print "usage: muninn".
 function(help out)

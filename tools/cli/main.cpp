@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "demo.hpp"
 #include "eval.hpp"
+#include "solve.hpp"
 #include "families.hpp"
 #include "specs.hpp"
 #include "muninn/io/chat_template.hpp"
@@ -327,8 +328,17 @@ int main(int argc, char** argv) {
       const cli::args a(argc, argv, 2, spec);
       return a.help() ? print_help(spec) : cli::run_ae(a);
     }
+    if (cmd == "solve") {
+      const cli::command_spec spec = cli::solve_spec();
+      const cli::args a(argc, argv, 2, spec);
+      if (a.help()) return print_help(spec);
+      trm_load_options o;
+      o.data_dir = a.require("--data");
+      auto m = trm_model<host_backend, float>::load(a.require("--model"), o);
+      return cli::run_solve(m, a);
+    }
     if (cmd == "demo") return muninn::cli::run_demo<cli_model>(argc, argv);
-    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, eval, ae, demo)");
+    muninn::fail("unknown command '", cmd, "' (commands: info, forward, generate, score, eval, ae, demo, solve)");
   } catch (const std::exception& e) {
     return report(e);
   }

@@ -165,6 +165,21 @@ inline command_spec demo_spec() {
           "A progress bar is drawn on stderr when stderr is a terminal."};
 }
 
+/// \brief `muninn solve`'s flags.
+inline command_spec solve_spec() {
+  return {"solve", "--model DIR --data DIR [flags]",
+          "a TRM / HRM run on a puzzle dataset: exact and token accuracy, mean supervision steps, time per puzzle",
+          {{"--model", "DIR", "the run's folder (newest step_N, all_config.yaml) or a step_N file", true},
+           {"--data", "DIR", "the dataset folder (its test/ split) or a split folder holding dataset.json", true},
+           {"--max-steps", "N", "supervision steps (fixed) or at most (q), >= 1 (default: the config's halt_max_steps)"},
+           {"--halt", "q|fixed", "fixed: every puzzle runs --max-steps (the reference's evaluation, default); q: stop at the Q head's halt"},
+           {"--show", "", "print each puzzle's input, prediction and label grids"},
+           {"--limit", "N", "the first N examples of the split only, >= 1"},
+           {"--batch", "N", "puzzles per batch, >= 1 (default 64)"}},
+          "Token accuracy counts every label but ignore_label_id; exact: all of a puzzle's counted labels right.\n"
+          "A progress bar is drawn on stderr when stderr is a terminal."};
+}
+
 /// \brief `muninn ae`'s flags.
 inline command_spec ae_spec() {
   return {"ae",
@@ -180,7 +195,8 @@ inline command_spec ae_spec() {
 
 /// \brief Every subcommand, in the order `muninn --help` lists them.
 inline std::vector<command_spec> all_specs() {
-  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec(), eval_spec(), ae_spec()};
+  return {demo_spec(), info_spec(), forward_spec(), generate_spec(), score_spec(), eval_spec(), ae_spec(),
+          solve_spec()};
 }
 
 /// \brief "  --steps R" padded to the help column.

@@ -14,3 +14,4 @@
 #include "muninn/ops/reduce.hpp"
 #include "muninn/ops/rope.hpp"
 #include "muninn/ops/softmax.hpp"
+#include "muninn/ops/transpose.hpp"

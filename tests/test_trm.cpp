@@ -1,0 +1,276 @@
+// TRM / HRM on the host against our PyTorch reference (tools/reference/trm_ref.py, fixtures in
+// tests/data/trm written in the released layout): logits and q values after 1, 2 and 16
+// supervision steps, the Q-halt steps and predictions, the fp32 run of a bf16 checkpoint and its
+// drift from the bf16 reference; the run's files (YAML defaults, dataset sizes, key prefixes,
+// the newest step_N) and every bad input as one line naming the value or file.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "muninn/families/trm/model.hpp"
+#include "muninn/muninn.hpp"
+#include "test_io_util.hpp"
+#include "test_trm_util.hpp"
+#include "test_util.hpp"
+
+using namespace muninn;
+using trm = trm_model<host_backend, float>;
+using muninn_test::trm_case;
+
+namespace {
+
+constexpr double kTol = 1e-4;  // the fixtures' fp32 tolerance (expected.json: tolerances)
+
+class TrmFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrmFixture, ConfigResolvesAsTheReference) {
+  const trm_case c(GetParam());
+  const trm m = trm::load(c.folder());
+  const trm_config& k = m.config();
+  const auto& e = c.expected.at("config");
+  const auto& d = c.expected.at("derived");
+  EXPECT_EQ(trm_arch_name(k.arch), e.at("arch").as_string());
+  EXPECT_EQ(k.seq_len, e.at("seq_len").as_int());
+  EXPECT_EQ(k.vocab_size, e.at("vocab_size").as_int());
+  EXPECT_EQ(k.num_puzzle_identifiers, e.at("num_puzzle_identifiers").as_int());
+  EXPECT_EQ(k.hidden_size, e.at("hidden_size").as_int());
+  EXPECT_EQ(k.H_cycles, e.at("H_cycles").as_int());
+  EXPECT_EQ(k.L_cycles, e.at("L_cycles").as_int());
+  EXPECT_EQ(k.L_layers, e.at("L_layers").as_int());
+  EXPECT_EQ(k.forward_dtype, e.at("forward_dtype").as_string());
+  EXPECT_EQ(k.pos_encodings, e.at("pos_encodings").as_string());
+  EXPECT_EQ(k.mlp_t, e.at("mlp_t").as_bool());
+  EXPECT_EQ(k.prefix_len(), d.at("prefix_len").as_int());
+  EXPECT_EQ(k.total_len(), d.at("total_len").as_int());
+  EXPECT_EQ(k.swiglu_inter(k.hidden_size), d.at("swiglu_inter").as_int());
+  EXPECT_EQ(k.net_calls_per_step(), d.at("net_calls_per_step").as_int());
+  EXPECT_EQ(trm_halt_rule_name(k.halt_rule()), d.at("halt_rule").as_string());
+  EXPECT_EQ(m.puzzle_table_rows(), k.num_puzzle_identifiers);
+}
+
+TEST_P(TrmFixture, LogitsAndQAfterOneTwoAndSixteenSteps) {
+  const trm_case c(GetParam());
+  trm m = trm::load(c.folder());
+  const auto t = muninn_test::trace_fixed(m, c);
+  const auto want = c.npy("logits.npy", {3, c.B, c.L, c.V});
+  EXPECT_LE(muninn_test::max_abs_diff(t.logits, want), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(t.q_halt, trm_case::table(c.expected.at("q_halt"))), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(t.q_continue, trm_case::table(c.expected.at("q_continue"))), kTol);
+  // predictions at the recorded steps (the fixtures keep top-1/top-2 gaps above the tolerance)
+  const auto& preds = c.expected.at("preds");
+  for (int s = 0; s < 3; ++s) {
+    const auto got = trm_argmax(t.logits.data() + s * c.B * c.L * c.V, c.B * c.L, c.V);
+    std::vector<std::int32_t> exp;
+    for (const auto& row : preds[std::size_t(s)].as_array())
+      for (const auto& v : row.as_array()) exp.push_back(std::int32_t(v.as_int()));
+    EXPECT_EQ(got, exp) << "step slot " << s;
+  }
+  // the fixed policy: every sample ran 16 steps; the result holds the step-16 outputs
+  EXPECT_EQ(t.result.steps, std::vector<std::int32_t>(std::size_t(c.B), 16));
+  const std::vector<float> last(t.logits.begin() + 2 * c.B * c.L * c.V, t.logits.end());
+  EXPECT_EQ(t.result.logits, last);
+}
+
+TEST_P(TrmFixture, QHaltStepsAndOutputsAtTheHaltingStep) {
+  const trm_case c(GetParam());
+  trm m = trm::load(c.folder());
+  const trm_result r = m.solve(c.inputs, c.ids, trm_halting::q_halt{});
+  const auto& q = c.expected.at("qhalt");
+  EXPECT_EQ(r.steps, muninn_test::ids_of(q.at("steps")));
+  EXPECT_LE(muninn_test::max_abs_diff(r.logits, c.npy("halt_logits.npy", {c.B, c.L, c.V})), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(r.q_halt, trm_case::floats(q.at("q_halt"))), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(r.q_continue, trm_case::floats(q.at("q_continue"))), kTol);
+  std::vector<std::int32_t> exp;
+  for (const auto& row : q.at("preds").as_array())
+    for (const auto& v : row.as_array()) exp.push_back(std::int32_t(v.as_int()));
+  EXPECT_EQ(r.preds, exp);
+}
+
+TEST_P(TrmFixture, BatchOfOneEqualsTheBatch) {
+  // Samples never interact: each sample alone gives its row of the batch's outputs.
+  const trm_case c(GetParam());
+  trm m = trm::load(c.folder());
+  const trm_result all = m.solve(c.inputs, c.ids, trm_halting::fixed{3});
+  for (std::int64_t b = 0; b < c.B; ++b) {
+    const std::vector<std::int32_t> in(c.inputs.begin() + b * c.L, c.inputs.begin() + (b + 1) * c.L);
+    const trm_result one = m.solve(in, {c.ids[std::size_t(b)]}, trm_halting::fixed{3});
+    const std::vector<float> row(all.logits.begin() + b * c.L * c.V, all.logits.begin() + (b + 1) * c.L * c.V);
+    EXPECT_LE(muninn_test::max_abs_diff(one.logits, row), 1e-5) << "sample " << b;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, TrmFixture, ::testing::Values("trm_att_f32", "trm_mlpt_f32", "hrm_f32"));
+
+TEST(TrmBf16, HostFp32RunMatchesTheReferenceFp32Run) {
+  const trm_case c("trm_att_bf16");
+  trm m = trm::load(c.folder());
+  EXPECT_EQ(m.config().forward_dtype, "bfloat16");
+  const auto t = muninn_test::trace_fixed(m, c);
+  const auto& f = c.expected.at("fp32_run");
+  EXPECT_LE(muninn_test::max_abs_diff(t.logits, c.npy("logits_fp32.npy", {3, c.B, c.L, c.V})), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(t.q_halt, trm_case::table(f.at("q_halt"))), kTol);
+  EXPECT_LE(muninn_test::max_abs_diff(t.q_continue, trm_case::table(f.at("q_continue"))), kTol);
+  const trm_result r = m.solve(c.inputs, c.ids, trm_halting::q_halt{});
+  EXPECT_EQ(r.steps, muninn_test::ids_of(f.at("qhalt_steps")));
+}
+
+TEST(TrmBf16, DriftFromTheBf16ReferenceStaysWhereTheFixtureSays) {
+  // The host computes in fp32; the released setting is bf16. The drift of our fp32 run from the
+  // bf16 reference must be the drift of the reference's own fp32 run (up to the fp32 tolerance).
+  const trm_case c("trm_att_bf16");
+  trm m = trm::load(c.folder());
+  const auto t = muninn_test::trace_fixed(m, c);
+  const auto bf = c.npy("logits.npy", {3, c.B, c.L, c.V});
+  const auto& drift = c.expected.at("fp32_run").at("drift_from_bf16");
+  const auto bq = trm_case::table(c.expected.at("q_halt"));
+  const std::int64_t n = c.B * c.L * c.V;
+  const int steps[3] = {1, 2, 16};
+  for (int s = 0; s < 3; ++s) {
+    const std::vector<float> a(t.logits.begin() + s * n, t.logits.begin() + (s + 1) * n), b(bf.begin() + s * n, bf.begin() + (s + 1) * n);
+    const double d = muninn_test::max_abs_diff(a, b);
+    const double dq = muninn_test::max_abs_diff(t.q_halt[std::size_t(steps[s] - 1)], bq[std::size_t(steps[s] - 1)]);
+    const auto& ref = drift[std::size_t(steps[s] - 1)];  // one entry per step 1..16
+    std::printf("[ drift ] step %d: max |dlogit| %.4f (reference fp32 run %.4f), max |dq_halt| %.4f (%.4f)\n", steps[s], d,
+                ref.at("max_abs_logit").as_double(), dq, ref.at("max_abs_q_halt").as_double());
+    EXPECT_LE(d, ref.at("max_abs_logit").as_double() + kTol);
+    EXPECT_LE(dq, ref.at("max_abs_q_halt").as_double() + kTol);
+  }
+  for (std::size_t s = 0; s < 16; ++s)
+    EXPECT_LE(muninn_test::max_abs_diff(t.q_halt[s], bq[s]), drift[s].at("max_abs_q_halt").as_double() + kTol) << s + 1;
+}
+
+// ---- the run's files
+
+class TrmFiles : public muninn_test::temp_dir_test {
+ protected:
+  TrmFiles() : temp_dir_test("muninn_trm_") {}
+  // A copy of a case in dir_/run (and the datasets in dir_/data unless `with_data` is false).
+  std::string copy_case(const std::string& name, bool with_data = true) {
+    namespace fs = std::filesystem;
+    fs::copy(muninn_test::trm_dir + name, dir_ / "run", fs::copy_options::recursive);
+    if (with_data) fs::copy(muninn_test::trm_dir + "data", dir_ / "data", fs::copy_options::recursive);
+    return (dir_ / "run").string();
+  }
+  static void edit(const std::string& file, const std::string& from, const std::string& to) {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " not in " << file;
+    text.replace(at, from.size(), to);
+    muninn_test::write_bytes(file, text);
+  }
+};
+
+TEST_F(TrmFiles, TakesTheNewestStepFile) {
+  const std::string run = copy_case("trm_mlpt_f32");
+  std::filesystem::copy_file(run + "/step_1560", run + "/step_99");
+  EXPECT_EQ(std::filesystem::path(io::find_trm_step_file(run)).filename(), "step_1560");
+  std::filesystem::copy_file(run + "/step_1560", run + "/step_20000");
+  EXPECT_EQ(std::filesystem::path(io::find_trm_step_file(run)).filename(), "step_20000");
+  EXPECT_EQ(trm::load(run + "/step_99").step_file(), run + "/step_99");  // a file path is taken as given
+}
+
+TEST_F(TrmFiles, HrmDefaultsToBf16WhenTheYamlSaysNothing) {
+  const std::string run = copy_case("hrm_f32");
+  edit(run + "/all_config.yaml", "  forward_dtype: float32\n", "");
+  EXPECT_EQ(trm::load(run).config().forward_dtype, "bfloat16");
+}
+
+TEST_F(TrmFiles, SizesFromAConfigJsonOrGivenExplicitly) {
+  const std::string run = copy_case("trm_mlpt_f32", false);
+  EXPECT_NE(muninn_test::error_of([&] { trm::load(run); }).find("train/dataset.json"), std::string::npos);
+  trm_load_options o;
+  o.sizes = trm_sizes{16, 6, 1};
+  EXPECT_EQ(trm::load(run, o).config().sizes_source, "the sizes given");
+  muninn_test::write_bytes(run + "/config.json", R"({"seq_len": 16, "vocab_size": 6, "num_puzzle_identifiers": 1})");
+  EXPECT_EQ(trm::load(run).config().vocab_size, 6);
+}
+
+TEST_F(TrmFiles, DataDirIsTheLastResort) {
+  const std::string run = copy_case("trm_mlpt_f32", false);
+  trm_load_options o;
+  o.data_dir = muninn_test::trm_dir + "data/sudoku4/test";
+  EXPECT_EQ(trm::load(run, o).config().seq_len, 16);
+}
+
+TEST_F(TrmFiles, AMissingDatasetJsonIsOneLineNamingTheDataset) {
+  const std::string run = copy_case("trm_att_f32");
+  std::filesystem::remove(dir_ / "data/arc4/train/dataset.json");
+  const std::string msg = muninn_test::error_of([&] { trm::load(run); });
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("all_config.yaml: the dataset 'data/arc4' has no train/dataset.json"),
+            std::string::npos)
+      << msg;
+}
+
+TEST_F(TrmFiles, LayerCountsThatDisagreeWithTheYaml) {
+  const std::string run = copy_case("trm_att_f32");
+  edit(run + "/all_config.yaml", "L_layers: 2", "L_layers: 3");
+  const std::string msg = muninn_test::error_of([&] { trm::load(run); });
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("step_51020: holds 2 layers of L_level but "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("all_config.yaml says L_layers 3"), std::string::npos) << msg;
+  const std::string hrm = (dir_ / "hrm").string();
+  std::filesystem::copy(muninn_test::trm_dir + "hrm_f32", hrm, std::filesystem::copy_options::recursive);
+  edit(hrm + "/all_config.yaml", "H_layers: 1", "H_layers: 4");
+  EXPECT_NE(muninn_test::error_of([&] { trm::load(hrm); }).find("holds 1 layers of H_level but"), std::string::npos);
+}
+
+TEST_F(TrmFiles, AWidthThatDisagreesNamesTheTensor) {
+  const std::string run = copy_case("trm_mlpt_f32");
+  edit(run + "/all_config.yaml", "expansion: 4", "expansion: 40");
+  const std::string msg = muninn_test::error_of([&] { trm::load(run); });
+  EXPECT_NE(msg.find("tensor 'L_level.layers.0.mlp.gate_up_proj.weight' has shape [512, 12] but"), std::string::npos)
+      << msg;
+}
+
+TEST_F(TrmFiles, AMissingRequiredKeyNamesIt) {
+  const std::string run = copy_case("hrm_f32");
+  edit(run + "/all_config.yaml", "  H_layers: 1\n", "");
+  EXPECT_NE(muninn_test::error_of([&] { trm::load(run); }).find("missing field 'arch.H_layers'"), std::string::npos);
+}
+
+// ---- bad inputs: one line naming the value
+
+TEST(TrmBadInput, PuzzleLengthTokenAndIdentifier) {
+  const trm_case c("trm_att_f32");
+  trm m = trm::load(c.folder());
+  std::vector<std::int32_t> short_in(c.inputs.begin(), c.inputs.end() - 1);
+  std::string msg = muninn_test::error_of([&] { m.solve(short_in, c.ids, trm_halting::fixed{1}); });
+  EXPECT_NE(msg.find("63 input tokens for 4 puzzles, but the model's puzzles have seq_len 16 tokens"),
+            std::string::npos)
+      << msg;
+  auto bad = c.inputs;
+  bad[3] = 12;
+  msg = muninn_test::error_of([&] { m.solve(bad, c.ids, trm_halting::fixed{1}); });
+  EXPECT_NE(msg.find("token 12 of puzzle 0 (position 3) is outside the vocabulary [0, 12)"), std::string::npos) << msg;
+  auto ids = c.ids;
+  ids[2] = 7;
+  msg = muninn_test::error_of([&] { m.solve(c.inputs, ids, trm_halting::fixed{1}); });
+  EXPECT_NE(msg.find("puzzle identifier 7 (batch row 2) is outside the puzzle table [0, 7)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST(TrmHalting, MoreStepsThanTrainingAndEveryPolicyStopsAtItsMaximum) {
+  const trm_case c("trm_mlpt_f32");
+  trm m = trm::load(c.folder());
+  EXPECT_EQ(m.solve(c.inputs, c.ids, trm_halting::fixed{40}).steps, std::vector<std::int32_t>(4, 40));
+  const trm_result q = m.solve(c.inputs, c.ids, trm_halting::q_halt{3});
+  for (auto s : q.steps) EXPECT_LE(s, 3);
+}
+
+TEST(TrmOps, TransposeBatched) {
+  host_backend be;
+  std::vector<float> x(2 * 37 * 45), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i);
+  transpose_batched(be, x.data(), 2, 37, 45, y.data());
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 37; ++r)
+      for (int k = 0; k < 45; ++k) ASSERT_EQ(y[std::size_t(b * 37 * 45 + k * 37 + r)], x[std::size_t(b * 37 * 45 + r * 45 + k)]);
+}
+
+}  // namespace
