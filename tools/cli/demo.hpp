@@ -14,6 +14,7 @@
 #include "muninn/io/json.hpp"
 #include "muninn/muninn.hpp"
 #include "specs.hpp"
+#include "trm_demo.hpp"
 
 namespace muninn::cli {
 
@@ -168,8 +169,9 @@ int run_demo(int argc, char** argv) {
     print_command_help(spec, std::cout);
     return 0;
   }
-  const demo_settings s = demo_settings_from(a);
   const std::string dir = find_demo_model(a);
+  if (is_trm_run(dir)) return run_trm_demo(dir, a);  // the second demo: a tiny recursive reasoner
+  const demo_settings s = demo_settings_from(a);
   const Model m = Model::load(dir);
   auto probs = read_demo_problems(dir);
   if (std::int64_t(probs.size()) > s.problems) probs.resize(std::size_t(s.problems));

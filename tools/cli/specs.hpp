@@ -156,13 +156,16 @@ inline command_spec eval_spec() {
 inline command_spec demo_spec() {
   return {"demo", "[flags]",
           "accuracy of the embedded shell-game model at several recurrence depths and with KL exit",
-          {{"--model", "DIR", "demo model directory with demo.json (default: the shipped examples/models/demo)"},
-           {"--problems", "N", "evaluate the first N held-out problems, >= 1 (default 200)"},
+          {{"--model", "DIR",
+            "demo model directory with demo.json (default: the shipped examples/models/demo), or a TRM run folder "
+            "such as examples/models/trm_sudoku"},
+           {"--problems", "N", "evaluate the first N held-out problems, >= 1 (default 200; TRM: every puzzle)"},
            {"--depths", "1,2,4,...", "recurrence depths to evaluate (default 1,2,4,8,16,32)"},
            {"--exit-threshold", "X", "KL exit threshold of the r=auto row, >= 0 (default 1e-6)"},
            {"--max-steps", "N", "at most N steps per token in the r=auto row, >= 1 (default 32)"},
            {"--seed", "N", "seed, >= 0 (default 0; the demo starts from a zero state)"}},
-          "A progress bar is drawn on stderr when stderr is a terminal."};
+          "A progress bar is drawn on stderr when stderr is a terminal. With a TRM run folder the demo prints\n"
+          "the exact-puzzle accuracy after 1, 2, 4, 8 and 16 supervision steps and with the learned Q-halt."};
 }
 
 /// \brief `muninn solve`'s flags.
