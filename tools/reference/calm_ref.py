@@ -104,6 +104,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from huginn_ref import counter_bits, mix64  # noqa: E402
+from mor_ref import apply_rope, rope_inv_freq  # noqa: E402  (HF rotate-half RoPE, as in the MoR reference)
 
 _M64 = (1 << 64) - 1
 TRANSFORMERS_VERSION = "4.43.0"   # the version the reference pins; its save_pretrained layout
@@ -292,20 +293,10 @@ def swiglu(x, gate, up, down):
     return linear(F.silu(linear(x, gate)) * linear(x, up), down)
 
 
-def rope_inv_freq(head_dim, theta):
-    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
 
 
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
-def apply_rope(x, pos, inv_freq):
-    """x [n, heads, D] at positions pos [n] (fp32 angles, HF rotate-half layout)."""
-    f = pos.float()[:, None] * inv_freq[None, :]
-    emb = torch.cat((f, f), dim=-1)
-    return x * emb.cos()[:, None, :] + rotate_half(x) * emb.sin()[:, None, :]
 
 
 def causal_attention(q, k, v):

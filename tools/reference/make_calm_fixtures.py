@@ -21,6 +21,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import calm_ref as C  # noqa: E402
+from fixture_json import dump, r8  # noqa: E402
 
 # contract sizes
 AE_CFG = dict(vocab_size=64, hidden_size=32, intermediate_size=64, latent_size=8, patch_size=4,
@@ -47,25 +48,12 @@ N_APPROX = 16
 N_CHUNKS = 6
 
 
-def r8(x):
-    if isinstance(x, (list, tuple)):
-        return [r8(v) for v in x]
-    return float(f"{float(x):.8g}")
 
 
 def flat(t):
     return r8(t.detach().reshape(-1).tolist())
 
 
-def dump(obj, indent=0):
-    """JSON with one key per line and every list of scalars on one line."""
-    pad = " " * indent
-    if isinstance(obj, dict):
-        items = [f'{pad} {json.dumps(k)}: {dump(v, indent + 1).lstrip()}' for k, v in obj.items()]
-        return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(obj, list) and any(isinstance(v, (list, dict)) for v in obj):
-        return pad + "[\n" + ",\n".join(dump(v, indent + 1) for v in obj) + "\n" + pad + "]"
-    return pad + json.dumps(obj, separators=(",", ":"))
 
 
 def maxdiff(a, b):

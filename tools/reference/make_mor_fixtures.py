@@ -23,6 +23,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import mor_ref as M  # noqa: E402
+from fixture_json import dump, r8  # noqa: E402
 
 # fp32 tolerance for comparing two implementations' logits (documented for the C++ tests)
 LOGIT_TOL = 1e-4
@@ -85,24 +86,8 @@ CASES = [
 # helpers
 
 
-def r8(x):
-    """Float rounded to 8 significant digits (keeps the files small, far below LOGIT_TOL)."""
-    if isinstance(x, (list, tuple)):
-        return [r8(v) for v in x]
-    if x is None:
-        return None
-    return float(f"{float(x):.8g}")
 
 
-def dump(obj, indent=0):
-    """JSON with one key per line and every list of scalars on one line."""
-    pad = " " * indent
-    if isinstance(obj, dict):
-        items = [f'{pad} {json.dumps(k)}: {dump(v, indent + 1).lstrip()}' for k, v in obj.items()]
-        return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(obj, list) and any(isinstance(v, (list, dict)) for v in obj):
-        return pad + "[\n" + ",\n".join(dump(v, indent + 1) for v in obj) + "\n" + pad + "]"
-    return pad + json.dumps(obj, separators=(",", ":"))
 
 
 def maxdiff(a, b):

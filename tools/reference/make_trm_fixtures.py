@@ -32,6 +32,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import trm_ref as R  # noqa: E402
+from fixture_json import dump, r8  # noqa: E402
 
 # fp32 tolerance for two implementations' logits and q values after up to N_sup steps
 LOGIT_TOL = 1e-4
@@ -325,21 +326,8 @@ CASES = [
 ]
 
 
-def r8(x):
-    if isinstance(x, (list, tuple)):
-        return [r8(v) for v in x]
-    return float(f"{float(x):.8g}")
 
 
-def dump(obj, indent=0):
-    """JSON with one key per line and every list of scalars on one line."""
-    pad = " " * indent
-    if isinstance(obj, dict):
-        items = [f'{pad} {json.dumps(k)}: {dump(v, indent + 1).lstrip()}' for k, v in obj.items()]
-        return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(obj, list) and any(isinstance(v, (list, dict)) for v in obj):
-        return pad + "[\n" + ",\n".join(dump(v, indent + 1) for v in obj) + "\n" + pad + "]"
-    return pad + json.dumps(obj, separators=(",", ":"))
 
 
 def pred_margin(logits):
