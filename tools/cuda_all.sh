@@ -10,10 +10,10 @@ bash tools/setup.sh
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 nvidia-smi --query-gpu=name,memory.total,clocks.max.memory,driver_version --format=csv | tee "$OUT/gpu.csv"
 cmake -S . -B build-cuda -DMUNINN_ENABLE_CUDA=ON -DCMAKE_BUILD_TYPE=Release
-cmake --build build-cuda -j "$(nproc)" --target test_ops_cuda test_op_cases_cuda test_model_cuda test_calm_cuda test_chunk_sampling_cuda muninn_cli \
+cmake --build build-cuda -j "$(nproc)" --target test_ops_cuda test_op_cases_cuda test_model_cuda test_calm_cuda test_chunk_sampling_cuda test_trm_cuda muninn_cli \
   npy_compare bench_cuda_ops bench_cuda_model
 # A skipped CUDA test on a GPU machine is a failure: the device should be there.
-for t in test_ops_cuda test_op_cases_cuda test_model_cuda test_calm_cuda test_chunk_sampling_cuda; do
+for t in test_ops_cuda test_op_cases_cuda test_model_cuda test_calm_cuda test_chunk_sampling_cuda test_trm_cuda; do
   build-cuda/tests/$t --gtest_output="json:$OUT/$t.json" | tee "$OUT/$t.txt"
   if grep -q "SKIPPED" "$OUT/$t.txt"; then echo "cuda_all: $t skipped tests on a GPU machine" >&2; exit 1; fi
 done
