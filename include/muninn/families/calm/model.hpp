@@ -38,8 +38,8 @@ class calm_model {
   using context_type = typename backbone_type::context_type;    ///< its KV cache over chunk positions
 
   /// \brief Loads a CALM directory; `ae_dir` names the autoencoder's directory (its config.json is
-  /// always needed; its weights only when the CALM file does not embed them). Empty: found as
-  /// io::find_calm_autoencoder describes.
+  /// always needed; its weights only when the CALM file does not embed them). Empty: the config's
+  /// `ae_path` when it exists here, else `ae/` or `autoencoder/` beside the weights (io::open_calm).
   static calm_model load(const std::string& dir, const std::string& ae_dir = "", Backend be = Backend{}) {
     io::calm_files f = io::open_calm(dir, ae_dir);
     return calm_model(std::move(be), std::move(f));
