@@ -15,6 +15,9 @@
 
 namespace muninn {
 
+/// \brief Stream kind whose sub-streams seed BrierLM's head samples (see calm_brier_block).
+inline constexpr std::uint64_t calm_brier_stream_kind = 4;
+
 namespace detail {
 
 // The collision indicators of the K < 4 estimator at start position p: step 0 compares position
@@ -49,11 +52,11 @@ void calm_rollout(calm_model<Backend, T>& m, typename calm_model<Backend, T>::co
 /// chunks, at least two; batch of one, as the reference's evaluation).
 ///
 /// Position p's hidden state predicts chunk p + 1; its two samples are samples 0 and 1 of
-/// calm_noise with seed `stream_seed(d.seed, 4, d.first_position)` at position p. K ≥ 4:
+/// calm_noise with seed `stream_seed(d.seed, calm_brier_stream_kind, d.first_position)` at position p. K ≥ 4:
 /// chunk_brier over the predicted chunks (n-grams start at chunk boundaries). K < 4: windows of
 /// s = ⌈4/K⌉ consecutive predictions (starts 0 … P−s−1 of the P predictions) for the accuracy
 /// terms; the collision term is rolled out from the cache of the gold prefix along sample 1's
-/// path, two fresh samples per step (seed `stream_seed(d.seed, 4, d.first_position + 1 + p)` at
+/// path, two fresh samples per step (seed `stream_seed(d.seed, calm_brier_stream_kind, d.first_position + 1 + p)` at
 /// the position fed), stopping once they differ.
 template <class Backend, class T>
 brier_accumulator calm_brier_block(calm_model<Backend, T>& m, const std::vector<std::int32_t>& block,
@@ -65,7 +68,7 @@ brier_accumulator calm_brier_block(calm_model<Backend, T>& m, const std::vector<
   const std::vector<float> h = m.hidden(ctx, block, logits_for::all);
   const std::int64_t P = L - 1;  // predictions: positions 0 … L−2
   const std::vector<float> h_pred(h.begin(), h.begin() + P * dim);
-  const std::uint64_t base = stream_seed(d.seed, 4, std::uint64_t(d.first_position));
+  const std::uint64_t base = stream_seed(d.seed, calm_brier_stream_kind, std::uint64_t(d.first_position));
   const std::vector<std::int32_t> pred = m.sample_chunks_rows(h_pred, 0, base, 2);  // [P, 2, K]
   brier_accumulator acc;
   if (K >= brier_max_n) {
@@ -85,7 +88,7 @@ brier_accumulator calm_brier_block(calm_model<Backend, T>& m, const std::vector<
         x1[std::size_t(c * K + k)] = pred[std::size_t(((p + c) * 2) * K + k)];
         x2[std::size_t(c * K + k)] = pred[std::size_t(((p + c) * 2 + 1) * K + k)];
       }
-    const std::uint64_t roll = stream_seed(d.seed, 4, std::uint64_t(d.first_position + 1 + p));
+    const std::uint64_t roll = stream_seed(d.seed, calm_brier_stream_kind, std::uint64_t(d.first_position + 1 + p));
     detail::calm_rollout(m, ctx, pred, p, s, roll, coll1, coll2);
     sampled_brier_window(acc, block.data() + (p + 1) * K, x1.data(), x2.data(), coll1.data(), coll2.data(), s * K);
     ctx.truncate(p + 1);

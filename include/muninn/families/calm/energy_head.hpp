@@ -13,9 +13,10 @@
 
 namespace muninn {
 
-/// \brief Random stream kinds of CALM sampling (see stream_seed): the head's noise, the batch
-/// approximation's choice, the exact sampler's Bernoulli draws, BrierLM's head samples.
-enum class calm_stream : std::uint64_t { noise = 1, choice = 2, bernoulli = 3, brier = 4 };
+/// \brief Stream kind of the head's noise (see stream_seed). The samplers' choice and Bernoulli
+/// streams are kinds 2 and 3 (runtime/chunk_sampling.hpp), BrierLM's head samples kind 4
+/// (runtime/calm_brier.hpp).
+inline constexpr std::uint64_t calm_noise_stream_kind = 1;
 
 /// \brief Uniform noise in [-0.5, 0.5) for samples j0 … j0+count−1 at chunk position `p`:
 /// element k of sample j is `float(uniform01_at(stream_seed(seed, 1, p), j·noise + k) − 0.5)`
@@ -23,7 +24,7 @@ enum class calm_stream : std::uint64_t { noise = 1, choice = 2, bernoulli = 3, b
 /// generator; ours is counter-based so any sample can be regenerated alone.
 inline std::vector<float> calm_noise(std::uint64_t seed, std::int64_t p, std::int64_t j0, std::int64_t count,
                                      std::int64_t noise) {
-  const std::uint64_t s = stream_seed(seed, std::uint64_t(calm_stream::noise), std::uint64_t(p));
+  const std::uint64_t s = stream_seed(seed, calm_noise_stream_kind, std::uint64_t(p));
   std::vector<float> u(std::size_t(count * noise));
   for (std::int64_t j = 0; j < count; ++j)
     for (std::int64_t k = 0; k < noise; ++k)

@@ -90,16 +90,11 @@ class calm_model {
   /// \brief Latent samples from the head with the noise given: `hidden` [n, d], `noise`
   /// [n·S, noise_size] (row i·S + s is sample s of row i); returns [n·S, l].
   std::vector<float> sample_latents(const std::vector<float>& hidden, const std::vector<float>& noise, std::int64_t S) {
-    const std::int64_t d = cfg_.backbone.n_embd, l = cfg_.latent_size, n = std::int64_t(hidden.size()) / d;
-    MUNINN_CHECK(n > 0 && std::int64_t(hidden.size()) == n * d, "calm: hidden holds ", hidden.size(),
-                 " values, not a positive multiple of hidden_size ", d);
+    const std::int64_t n = hidden_rows(hidden);
     MUNINN_CHECK(S > 0 && std::int64_t(noise.size()) == n * S * cfg_.noise_size, "calm: noise holds ", noise.size(),
                  " values; ", n, " rows x ", S, " samples x noise_size ", cfg_.noise_size, " expected");
-    T* dh = put(20, hidden);
-    T* du = put(21, noise);
-    T* z = scratch_.get(be_, 22, std::size_t(n * S * l));
-    head::energy::sample(be_, head_, dh, n, du, S, z, scratch_);
-    std::vector<float> out(std::size_t(n * S * l));
+    const T* z = head_samples(hidden, noise, n, S);
+    std::vector<float> out(std::size_t(n * S * cfg_.latent_size));
     engine::download_floats(be_, z, std::int64_t(out.size()), out.data());
     return out;
   }
@@ -108,18 +103,9 @@ class calm_model {
   /// counter-based noise of `seed` (calm_noise), decoded to tokens: [S, K] ids.
   std::vector<std::int32_t> sample_chunks(const std::vector<float>& hidden, std::int64_t p, std::uint64_t seed,
                                           std::int64_t j0, std::int64_t S) {
-    const std::int64_t d = cfg_.backbone.n_embd, l = cfg_.latent_size, K = cfg_.patch_size;
-    MUNINN_CHECK(std::int64_t(hidden.size()) == d, "calm: one hidden row of ", d, " values expected, got ",
-                 hidden.size());
-    T* dh = put(20, hidden);
-    T* du = put(21, calm_noise(seed, p, j0, S, cfg_.noise_size));
-    T* z = scratch_.get(be_, 22, std::size_t(S * l));
-    head::energy::sample(be_, head_, dh, 1, du, S, z, scratch_);
-    std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(S * K));
-    ae_.decode_argmax(z, S, ids);
-    std::vector<std::int32_t> out(std::size_t(S * K));
-    be_.download(out.data(), ids, out.size());
-    return out;
+    check_one_row(hidden);
+    return download_ids(decoded_samples(hidden, calm_noise(seed, p, j0, S, cfg_.noise_size), 1, S),
+                        S * cfg_.patch_size);
   }
 
   /// \brief The batch approximation at chunk position `p`: samples 0 … N−1 from one hidden
@@ -127,50 +113,66 @@ class calm_model {
   /// only the K chosen ids cross to the host.
   std::vector<std::int32_t> choose_by_count(const std::vector<float>& hidden, std::int64_t p, std::uint64_t seed,
                                             std::int64_t N, double temperature) {
-    const std::int64_t l = cfg_.latent_size, K = cfg_.patch_size;
-    MUNINN_CHECK(std::int64_t(hidden.size()) == cfg_.backbone.n_embd, "calm: one hidden row of ",
-                 cfg_.backbone.n_embd, " values expected, got ", hidden.size());
-    T* dh = put(20, hidden);
-    T* du = put(21, calm_noise(seed, p, 0, N, cfg_.noise_size));
-    T* z = scratch_.get(be_, 22, std::size_t(N * l));
-    head::energy::sample(be_, head_, dh, 1, du, N, z, scratch_);
-    std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(N * K));
-    ae_.decode_argmax(z, N, ids);
+    check_one_row(hidden);
+    const std::int64_t K = cfg_.patch_size;
+    const std::int32_t* ids = decoded_samples(hidden, calm_noise(seed, p, 0, N, cfg_.noise_size), 1, N);
     if (positions_.size() == 0) positions_ = be_.template alloc<std::int64_t>(1);
     be_.upload(positions_.data(), &p, 1);
     std::int32_t* chosen = scratch_.ids(be_, 3, std::size_t(K));
     choose_chunks(be_, ids, 1, N, K, temperature, seed, positions_.data(), chosen);
-    std::vector<std::int32_t> out(static_cast<std::size_t>(K));
-    be_.download(out.data(), chosen, out.size());
-    return out;
+    return download_ids(chosen, K);
   }
 
   /// \brief Samples 0 … S−1 for each of n hidden rows [n, d] at chunk positions p0 … p0+n−1
   /// (noise of `seed` by calm_noise), decoded: [n, S, K] ids.
   std::vector<std::int32_t> sample_chunks_rows(const std::vector<float>& hidden, std::int64_t p0, std::uint64_t seed,
                                                std::int64_t S) {
-    const std::int64_t d = cfg_.backbone.n_embd, l = cfg_.latent_size, K = cfg_.patch_size;
-    const std::int64_t n = std::int64_t(hidden.size()) / d;
-    MUNINN_CHECK(n > 0 && n * d == std::int64_t(hidden.size()), "calm: hidden holds ", hidden.size(),
-                 " values, not a positive multiple of hidden_size ", d);
+    const std::int64_t n = hidden_rows(hidden);
     std::vector<float> noise;
     noise.reserve(std::size_t(n * S * cfg_.noise_size));
     for (std::int64_t i = 0; i < n; ++i) {
       const std::vector<float> u = calm_noise(seed, p0 + i, 0, S, cfg_.noise_size);
       noise.insert(noise.end(), u.begin(), u.end());
     }
-    T* dh = put(20, hidden);
-    T* du = put(21, noise);
-    T* z = scratch_.get(be_, 22, std::size_t(n * S * l));
-    head::energy::sample(be_, head_, dh, n, du, S, z, scratch_);
-    std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(n * S * K));
+    return download_ids(decoded_samples(hidden, noise, n, S), n * S * cfg_.patch_size);
+  }
+
+ private:
+  // The head's latents [n·S, l] on the backend for `hidden` [n, d] and `noise` [n·S, noise_size].
+  const T* head_samples(const std::vector<float>& hidden, const std::vector<float>& noise, std::int64_t n,
+                        std::int64_t S) {
+    T* z = scratch_.get(be_, 22, std::size_t(n * S * cfg_.latent_size));
+    head::energy::sample(be_, head_, put(20, hidden), n, put(21, noise), S, z, scratch_);
+    return z;
+  }
+
+  // head_samples decoded by the autoencoder: [n·S, K] ids on the backend.
+  const std::int32_t* decoded_samples(const std::vector<float>& hidden, const std::vector<float>& noise,
+                                      std::int64_t n, std::int64_t S) {
+    const T* z = head_samples(hidden, noise, n, S);
+    std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(n * S * cfg_.patch_size));
     ae_.decode_argmax(z, n * S, ids);
-    std::vector<std::int32_t> out(std::size_t(n * S * K));
+    return ids;
+  }
+
+  std::vector<std::int32_t> download_ids(const std::int32_t* ids, std::int64_t count) const {
+    std::vector<std::int32_t> out(static_cast<std::size_t>(count));
     be_.download(out.data(), ids, out.size());
     return out;
   }
 
- private:
+  // Rows of a [n, d] hidden-state buffer; a size that is not a positive multiple of d is an error.
+  std::int64_t hidden_rows(const std::vector<float>& hidden) const {
+    const std::int64_t d = cfg_.backbone.n_embd, n = std::int64_t(hidden.size()) / d;
+    MUNINN_CHECK(n > 0 && n * d == std::int64_t(hidden.size()), "calm: hidden holds ", hidden.size(),
+                 " values, not a positive multiple of hidden_size ", d);
+    return n;
+  }
+  void check_one_row(const std::vector<float>& hidden) const {
+    MUNINN_CHECK(std::int64_t(hidden.size()) == cfg_.backbone.n_embd, "calm: one hidden row of ",
+                 cfg_.backbone.n_embd, " values expected, got ", hidden.size());
+  }
+
   // embed_proj: the K backbone embeddings of each chunk side by side → Linear → SiLU → Linear → LayerNorm.
   T* compress(const std::vector<std::int32_t>& ids, std::int64_t n) {
     const std::int64_t d = cfg_.backbone.n_embd, K = cfg_.patch_size;
