@@ -1,0 +1,37 @@
+# muninn_write_executable_list(<file>): writes one line per executable target of the project,
+# "<target> <cuda|host> <file>", where cuda means that nvcc compiles at least one of its sources.
+# tools/cuda_build.sh reads it to find each binary of its run plan and to check that the plan
+# misses no CUDA executable.
+
+function(_muninn_executables_in dir out_var)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  set(found "")
+  foreach(t IN LISTS targets)
+    get_target_property(type ${t} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      list(APPEND found ${t})
+    endif()
+  endforeach()
+  foreach(d IN LISTS subdirs)
+    _muninn_executables_in(${d} sub)
+    list(APPEND found ${sub})
+  endforeach()
+  set(${out_var} ${found} PARENT_SCOPE)
+endfunction()
+
+function(muninn_write_executable_list file)
+  _muninn_executables_in(${PROJECT_SOURCE_DIR} targets)
+  set(lines "")
+  foreach(t IN LISTS targets)
+    get_target_property(sources ${t} SOURCES)
+    set(kind host)
+    foreach(s IN LISTS sources)
+      if(s MATCHES "\\.cu$")
+        set(kind cuda)
+      endif()
+    endforeach()
+    string(APPEND lines "${t} ${kind} $<TARGET_FILE:${t}>\n")
+  endforeach()
+  file(GENERATE OUTPUT ${file} CONTENT "${lines}")
+endfunction()
