@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Sets up, builds everything (host, and the CUDA code too when nvcc is present: its tests report
-# skipped without a GPU) and runs the whole test suite, then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# Sets up, builds everything and runs the whole test suite, then the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer. When nvcc is present the CUDA code is compiled
+# once, by tools/cuda_build.sh (the folder a GPU machine runs, docs/performance.md), and
+# tools/cuda_run.sh --no-gpu checks that every binary in it loads and reports skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
-cmake --preset release
-cmake --build --preset release
-ctest --preset release
+cmake --preset host
+cmake --build --preset host
+ctest --preset host
+if command -v nvcc >/dev/null; then
+  bash tools/cuda_build.sh
+  bash tools/cuda_run.sh --no-gpu --budget 900
+fi
 cmake --preset debug
 cmake --build --preset debug --target muninn_unit_tests
 ctest --preset debug -L unit
