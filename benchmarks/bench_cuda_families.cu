@@ -35,6 +35,7 @@
 #include "muninn/runtime/calm_generate.hpp"
 #include "muninn/runtime/depthwise_batching.hpp"
 #include "smollm_shape.hpp"
+#include "trm_sudoku_shape.hpp"
 
 namespace {
 
@@ -234,31 +235,11 @@ void bm_calm_step(benchmark::State& st, i64 n) {
 
 // ---------------------------------------------------------------------------------- TRM
 
-/// bench_host_trm's Sudoku shape: sequence 81 (+16 prefix), D 512, 8 heads, 2 layers, H_cycles 3,
-/// L_cycles 6.
-trm_config sudoku_shape(bool mlp_t) {
-  trm_config c;
-  c.seq_len = 81;
-  c.vocab_size = 11;
-  c.num_puzzle_identifiers = 1;
-  c.hidden_size = 512;
-  c.num_heads = 8;
-  c.expansion = 4;
-  c.H_cycles = 3;
-  c.L_cycles = 6;
-  c.L_layers = 2;
-  c.puzzle_emb_ndim = 512;
-  c.pos_encodings = mlp_t ? "none" : "rope";
-  c.mlp_t = mlp_t;
-  c.forward_dtype = "bfloat16";
-  return c;
-}
-
 trm_bf16& trm(bool mlp_t) {
   auto& slot = mlp_t ? state().trm_mlp : state().trm_att;
   if (!slot) {
     const std::string dir = tmp_dir(mlp_t ? "muninn_bench_cuda_trm_mlpt" : "muninn_bench_cuda_trm_att");
-    if (!std::filesystem::exists(dir + "/step_1")) write_random_trm(dir, sudoku_shape(mlp_t), 7);
+    if (!std::filesystem::exists(dir + "/step_1")) write_random_trm(dir, trm_sudoku_shape(mlp_t, "bfloat16"), 7);
     slot = std::make_unique<trm_bf16>(trm_bf16::load(dir, {}, backend()));
   }
   return *slot;

@@ -82,7 +82,11 @@ selected() { [ -z "$only" ] || [[ "$1" =~ $only ]]; }
 last_test() { grep -o '^\[ RUN      \] .*' "$1" 2>/dev/null | tail -1 | sed 's/^\[ RUN      \] //'; }
 last_error_line() { grep -v '^[[:space:]]*$\|^\[' "$1" 2>/dev/null | tail -1 | cut -c1-200; }
 
-say "muninn cuda_run: $(sed -n 's/^commit //p' "$manifest"), mode $mode$([ $no_gpu = 1 ] && echo ', --no-gpu'), budget ${budget}s, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+built_from=$(sed -n 's/^commit //p' "$manifest")
+say "muninn cuda_run: $built_from, mode $mode$([ $no_gpu = 1 ] && echo ', --no-gpu'), budget ${budget}s, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# The goldens and fixtures come from this tree, the binaries from the folder: say when they differ.
+tree_at=$(git rev-parse HEAD 2>/dev/null) && [ "${built_from%% *}" != "$tree_at" ] &&
+  say "cuda_run: note: the folder was built from ${built_from%% *}, this tree is at $tree_at"
 
 # ---------------------------------------------------------------- facts
 {
@@ -126,12 +130,20 @@ unresolved() {
     ldd "$f" 2>&1 | grep 'not found' | sed "s|^[[:space:]]*|$(basename "$f"): |"
   done | sort -u
 }
+# The CUDA toolkit's library folders first, then a search (a Python wheel's copy, say).
+find_lib() {
+  local d
+  for d in ${CUDA_HOME:+"$CUDA_HOME/lib64"} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -e "$d/$1" ] && { echo "$d/$1"; return; }
+  done
+  find /usr/local /opt /usr/lib -maxdepth 10 -name "$1" 2>/dev/null | head -1
+}
 t=$(now)
 missing=$(unresolved)
 added=""
 if [ -n "$missing" ]; then
   for soname in $(echo "$missing" | grep -o 'lib[^ ]*\.so[.0-9]*' | sort -u); do
-    found=$(find ${CUDA_HOME:+"$CUDA_HOME"} /usr/local/cuda /usr/local /opt /usr/lib -maxdepth 7 -name "$soname" 2>/dev/null | head -1)
+    found=$(find_lib "$soname")
     if [ -n "$found" ]; then
       added="$added:$(dirname "$found")"
       export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
