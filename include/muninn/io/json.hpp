@@ -284,6 +284,16 @@ class json {
   payload u_{0.0};
 };
 
+/// \brief The number of bytes append_json_string appends for `s`.
+inline std::size_t json_string_size(std::string_view s) {
+  std::size_t n = 2;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    n += (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') ? 2 : u < 0x20 ? 6 : 1;
+  }
+  return n;
+}
+
 /// \brief Appends `s` to `out` as a quoted JSON string (escaping quotes, backslashes, controls),
 /// byte for byte as Python's `json.dumps(ensure_ascii=False)` writes it (chat templates' `tojson`).
 inline void append_json_string(std::string& out, std::string_view s) {
