@@ -58,6 +58,29 @@ inline int env_thread_count(const char* name, bool strict) {
   return end != s && v > 0 && v <= 4096 ? int(v) : 0;
 }
 
+/// \brief A bounded spin-wait: pause instructions, a yield of the core every 64 of them (so that a
+/// thread we wait for, queued behind us on this core, gets to run), and false once `limit` is over.
+class spinner {
+ public:
+  explicit spinner(std::chrono::nanoseconds limit) : until_(std::chrono::steady_clock::now() + limit) {}
+  /// \brief Waits a little; false when the spin time is over and the caller should sleep.
+  bool spin() {
+    spin_pause();
+    if ((++n_ & 63) != 0) return true;
+    if (std::chrono::steady_clock::now() > until_) return false;
+    if (yield_enabled()) std::this_thread::yield();
+    return true;
+  }
+  static bool yield_enabled() {
+    static const bool y = [] { const char* s = std::getenv("MUNINN_SPIN_YIELD"); return !s || *s != '0'; }();
+    return y;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point until_;
+  unsigned n_ = 0;
+};
+
 }  // namespace detail
 
 /// \brief Threads the host backend uses when none are asked for: `MUNINN_NUM_THREADS`, else
@@ -189,10 +212,9 @@ class thread_pool {
 
   // The caller, after its own chunks: spin, then sleep until every claimed chunk has finished.
   void wait_done(std::int64_t chunks) {
-    const auto until = std::chrono::steady_clock::now() + spin_time();
-    for (int n = 0; done_.load(std::memory_order_acquire) != chunks; ++n) {
-      detail::spin_pause();
-      if ((n & 63) == 63 && std::chrono::steady_clock::now() > until) {
+    detail::spinner sp(spin_time());
+    while (done_.load(std::memory_order_acquire) != chunks) {
+      if (!sp.spin()) {
         std::unique_lock<std::mutex> lk(mutex_);
         caller_sleeping_.store(true);
         done_cv_.wait(lk, [&] { return done_.load() == chunks; });
@@ -213,12 +235,11 @@ class thread_pool {
   }
 
   std::uint64_t wait_for_job(std::uint64_t seen) {
-    const auto until = std::chrono::steady_clock::now() + spin_time();
-    for (int n = 0;; ++n) {
+    detail::spinner sp(spin_time());
+    for (;;) {
       const std::uint64_t job = word_.load(std::memory_order_acquire) >> 32;
       if (job != seen || stop_.load(std::memory_order_relaxed)) return job;
-      detail::spin_pause();
-      if ((n & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+      if (!sp.spin()) break;
     }
     std::unique_lock<std::mutex> lk(mutex_);
     sleepers_.fetch_add(1);
