@@ -132,8 +132,13 @@ int forward_with(const Model& m, const args& a, const std::vector<std::int32_t>&
 /// string is the document (the JSON-lines layout of Hugging Face datasets).
 inline std::vector<std::vector<std::int32_t>> score_sequences(const std::string& file, const std::string& dir,
                                                               bool add_special = false, bool json_lines = false) {
-  std::ifstream in(file);
-  MUNINN_CHECK(in.good(), "--data: cannot open '", file, "'");
+  std::string text;
+  try {
+    text = io::read_text_file(file);  // refuses a FIFO or a device before it can block
+  } catch (const error& e) {
+    fail("--data: ", e.what());
+  }
+  std::istringstream in(text);
   std::vector<std::string> lines;
   bool ids = true;
   for (std::string line; std::getline(in, line);) {
