@@ -5,7 +5,7 @@
 #
 #   DIR/bin/ tests/ benchmarks/   stripped binaries (static CUDA runtime, RUNPATH $ORIGIN/../lib)
 #   DIR/lib/                      the shared libraries they need that a CUDA machine may lack
-#                                 (Google Benchmark, yaml-cpp, PCRE2, libgomp); cuBLAS, glibc and
+#                                 (Google Benchmark, yaml-cpp, PCRE2); cuBLAS, glibc and
 #                                 libstdc++ are the GPU machine's own
 #   DIR/manifest.txt              what was built, from which commit, and the run plan
 #
@@ -19,7 +19,6 @@
 # (default 40) is the size the folder must stay under.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 
 mode=cuda
 jobs=2

@@ -20,7 +20,7 @@
 # A folder packed with --host (build/host-run) runs the same sequence with the host twins: the
 # rehearsal on a machine without a GPU.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$PWD
 
 budget=480
@@ -145,8 +145,9 @@ if [ -n "$missing" ]; then
   for soname in $(echo "$missing" | grep -o 'lib[^ ]*\.so[.0-9]*' | sort -u); do
     found=$(find_lib "$soname")
     if [ -n "$found" ]; then
-      added="$added:$(dirname "$found")"
-      export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      found=$(dirname "$found")
+      added="$added:$found"
+      export LD_LIBRARY_PATH="$found${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
   done
   missing=$(unresolved)
