@@ -8,7 +8,9 @@ llama.cpp is built from its source beside ours, for the measurement only (never 
 checkout of it (its git repository, or the `vendor/llama.cpp` folder of the llama-cpp-python
 source package, `pip download llama-cpp-python --no-binary :all: --no-deps`). When
 `--llama-build/bin/llama-bench` is missing, the script configures and builds it there
-(Release, native CPU flags, llama-bench only).
+(Release, native CPU flags, llama-bench only). Python needs numpy and pyyaml (for gguf-py), e.g. in
+a venv: `python3 -m venv /tmp/venv && /tmp/venv/bin/pip install numpy pyyaml`, then run this
+script with /tmp/venv/bin/python.
 
 The model: benchmarks/smollm_shape.hpp's shape (hidden 576, 9 heads / 3 KV heads, head_dim 64,
 MLP 1536, 30 layers, vocab 49152, tied embeddings) with random weights, written as GGUF in F32,

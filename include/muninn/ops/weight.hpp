@@ -7,6 +7,7 @@
 /// accumulates in fp32 (ops/gemm_weight.hpp). The format is a run-time property of the matrix,
 /// so a model chooses it when it loads, without compiling another model type.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -143,11 +144,11 @@ class host_weight {
     ld_ = blocks * q8_block;
     q_ = host_buffer<std::int8_t>(std::size_t(N * ld_));
     scales_ = host_buffer<bf16>(std::size_t(N * blocks));
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t k = 0; k < K; ++k)
-        MUNINN_CHECK(std::isfinite(w[n * ld + k]), name, ": weight [", n, ", ", k, "] is ", w[n * ld + k],
-                     ", which 8-bit quantization cannot represent");
     be.parallel_for(N, 16, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t n = b; n < e; ++n)
+        for (std::int64_t k = 0; k < K; ++k)
+          MUNINN_CHECK(std::isfinite(w[n * ld + k]), name, ": weight [", n, ", ", k, "] is ", w[n * ld + k],
+                       ", which 8-bit quantization cannot represent");
       for (std::int64_t n = b; n < e; ++n)
         for (std::int64_t j = 0; j < blocks; ++j) {
           const std::int64_t k0 = j * q8_block;
