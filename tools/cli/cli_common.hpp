@@ -31,7 +31,7 @@ std::unique_ptr<frontend::loaded_model> open_model(const parsed& p);
 /// \brief The ids of --tokens, or of --prompt encoded with the model's tokenizer (exactly one of them).
 std::vector<std::int32_t> input_ids(const parsed& p, const frontend::loaded_model& m);
 
-/// \brief A file path given as `flag` must name an existing regular file (usage errors otherwise).
+/// \brief A file path given as `flag` must exist and not be a folder (usage errors otherwise).
 void require_file(const std::string& path, const std::string& flag, const std::string& what);
 
 /// \brief The sequences of a --data file: lines of token ids (comma or space separated), or text

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <iomanip>
 #include <iostream>
 
@@ -21,15 +21,18 @@ void require_file(const std::string& path, const std::string& flag, const std::s
   if (!std::filesystem::exists(st)) fail_as(error_kind::usage, flag, ": '", path, "' does not exist");
   if (std::filesystem::is_directory(st))
     fail_as(error_kind::usage, flag, ": '", path, "' is a directory; give ", what);
-  if (!std::filesystem::is_regular_file(st))
-    fail_as(error_kind::usage, flag, ": '", path, "' is not a regular file; give ", what);
 }
 
 std::vector<std::vector<std::int32_t>> data_sequences(const std::string& file, const fe::loaded_model& m,
                                                       const std::string& dir, bool add_special, bool json_lines) {
   require_file(file, "--data", "a file with one sequence per line");
-  std::ifstream in(file);
-  if (!in.good()) fail_as(error_kind::usage, "--data: cannot open '", file, "'");
+  std::string text;
+  try {
+    text = io::read_text_file(file);  // refuses a FIFO or a device before it can block
+  } catch (const error& e) {
+    fail_as(error_kind::usage, "--data: ", e.what());
+  }
+  std::istringstream in(text);
   std::vector<std::string> lines;
   bool ids = true;
   for (std::string line; std::getline(in, line);) {

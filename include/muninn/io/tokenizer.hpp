@@ -334,13 +334,24 @@ inline std::string token_string_to_bytes(std::string_view tok) {
   return out;
 }
 
-/// Trims Python white space (what jinja's `trim` filter removes) from both ends of a UTF-8 string.
+/// Trims Python white space (what jinja's `trim` filter removes) from both ends of a UTF-8 string; invalid bytes
+/// are not white space. Decodes only the characters it removes and the two it stops at.
 inline std::string_view python_strip(std::string_view s) {
-  const code_points cps(s);
-  std::size_t b = 0, e = cps.size();
-  while (b < e && is_python_space(cps.cp[b])) ++b;
-  while (e > b && is_python_space(cps.cp[e - 1])) --e;
-  return s.substr(cps.offset[b], cps.offset[e] - cps.offset[b]);
+  std::size_t b = 0, e = s.size();
+  std::uint32_t cp = 0;
+  std::size_t bad = 0;
+  while (b < e) {
+    const std::size_t n = utf8_decode(s, b, cp, bad);
+    if (!n || !is_python_space(cp)) break;
+    b += n;
+  }
+  while (e > b) {
+    std::size_t k = e - 1;  // the lead byte of the character that ends at e, if it is one
+    while (k > b && e - k < 4 && (static_cast<unsigned char>(s[k]) & 0xC0u) == 0x80u) --k;
+    if (utf8_decode(s, k, cp, bad) != e - k || !is_python_space(cp)) break;
+    e = k;
+  }
+  return s.substr(b, e - b);
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 // The front-end library's nvcc translation unit: Huginn-0125's combination (sandwich blocks,
 // concat adapter) and Llama on model<cuda_backend, float|bf16>. The host families stay g++
-// units with OpenMP, -march=native and the host ops' GCC pragmas; only these CUDA models are
+// units with -march=native and the host ops' GCC pragmas; only these CUDA models are
 // instantiated here (each CUDA instantiation is a large share of the build).
 
 #include "lm_adapter.hpp"
