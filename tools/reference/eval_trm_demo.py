@@ -9,10 +9,6 @@ batch). Runs every test puzzle for up to 16 supervision steps and prints
     steps=S accuracy=A                       for S = 1, 2, 4, 8, 16 (fixed number of steps)
     steps=auto accuracy=A mean_steps=M       Q-halt: a puzzle stops after the first step whose
                                              q_halt > 0 (at most 16 steps)
-    steps=auto(q_halt>X) accuracy=A mean_steps=M
-                                             the same with a calibrated threshold X, chosen on the
-                                             validation split (<data>/val): the most accurate X of
-                                             the grid -4, -3.75, ..., 8, then the fewest mean steps
 
 (A = exact-puzzle accuracy: every cell right), and writes them with per-puzzle detail to
 `<model>/expected.json`, so that a C++ demo can be checked against these numbers.
@@ -39,42 +35,6 @@ import make_trm_fixtures as FX  # noqa: E402
 
 FIXED_STEPS = (1, 2, 4, 8, 16)
 MAX_STEPS = 16
-THRESHOLDS = [x / 4 for x in range(-16, 33)]
-
-
-def load_split(folder):
-    meta = json.load(open(os.path.join(folder, "dataset.json")))
-    arrays = {k: np.load(os.path.join(folder, f"all__{k}.npy")) for k in
-              ("inputs", "labels", "puzzle_identifiers", "puzzle_indices", "group_indices")}
-    batch, _ = FX.example_batch(arrays, meta, range(len(arrays["inputs"])))
-    return arrays, batch
-
-
-def exact_of(batch):
-    labels = batch["labels"]
-    valid = labels != R.IGNORE_LABEL_ID
-    return lambda preds: ((preds == labels) | ~valid).all(-1)
-
-
-def at_threshold(trace, exact, tau):
-    """Accuracy and mean steps when a puzzle stops after the first step with q_halt > tau (at most
-    the trace's length): read from one fixed-length run, since a step never depends on later ones."""
-    n = len(trace)
-    stop = torch.full(trace[0]["q_halt"].shape, n, dtype=torch.int64)
-    for s in range(n, 0, -1):
-        stop = torch.where(trace[s - 1]["q_halt"] > tau, s, stop)
-    ok = torch.stack([exact(r["preds"]) for r in trace], 1).gather(1, (stop - 1).unsqueeze(1)).squeeze(1)
-    return float(ok.float().mean()), float(stop.float().mean()), stop, ok
-
-
-def calibrate(model, val_batch):
-    """The threshold of THRESHOLDS with the best validation accuracy, then the fewest mean steps."""
-    with torch.no_grad():
-        trace = model.solve(val_batch, MAX_STEPS)["trace"]
-    exact = exact_of(val_batch)
-    rows = [(tau,) + at_threshold(trace, exact, tau)[:2] for tau in THRESHOLDS]
-    best = max(rows, key=lambda r: (r[1], -r[2]))
-    return best, rows
 
 
 def main():
@@ -82,7 +42,6 @@ def main():
     ap.add_argument("--model", default=os.path.join(HERE, "..", "..", "examples", "models", "trm_sudoku"))
     ap.add_argument("--no-write", action="store_true", help="print only; leave expected.json alone")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--no-calibrate", action="store_true", help="skip the threshold calibration on <data>/val")
     ap.add_argument("--train-data", default=None,
                     help="the full dataset train_trm.py wrote (--data): also report the accuracy on test "
                          "puzzles that are / are not equivalent to a training puzzle under the augmentations")
@@ -126,21 +85,6 @@ def main():
                            mean_steps=round(mean_steps, 6), steps=q["steps"].tolist(),
                            steps_histogram=np.bincount(q["steps"].numpy(), minlength=MAX_STEPS + 1)[1:].tolist(),
                            exact="".join("1" if v else "0" for v in ok.tolist()))
-    calibration = None
-    val_dir = os.path.join(data, "val")
-    if os.path.isdir(val_dir) and not args.no_calibrate:
-        _, val_batch = load_split(val_dir)
-        (tau, vacc, vsteps), rows = calibrate(model, val_batch)
-        tacc, tsteps, tstop, tok = at_threshold(fixed["trace"], exact, tau)
-        lines.append(f"steps=auto(q_halt>{tau:g}) accuracy={tacc:.4f} mean_steps={tsteps:.4f}")
-        calibration = dict(threshold=tau, grid=f"{THRESHOLDS[0]:g} to {THRESHOLDS[-1]:g} in steps of 0.25",
-                           rule="the most accurate threshold on the validation split, then the fewest mean steps",
-                           validation_split=f"{data_rel}/val", validation_puzzles=len(val_batch["labels"]),
-                           validation_accuracy=round(vacc, 6), validation_mean_steps=round(vsteps, 6),
-                           test_correct=int(tok.sum()), test_accuracy=round(tacc, 6), test_mean_steps=round(tsteps, 6),
-                           test_steps_histogram=np.bincount(tstop.numpy(), minlength=MAX_STEPS + 1)[1:].tolist(),
-                           validation_sweep=[dict(threshold=t, accuracy=round(a, 6), mean_steps=round(m, 6))
-                                             for t, a, m in rows])
     for line in lines:
         print(line)
 
@@ -164,12 +108,6 @@ def main():
         "margins": {"min_abs_q_halt_over_all_steps": round(qmargin, 6),
                     "min_pred_top1_top2_over_all_steps": round(pmargin, 6)},
     }
-    if calibration:
-        tau = calibration["threshold"]
-        e["margins"]["min_abs_q_halt_minus_threshold_over_all_steps"] = round(
-            float((torch.stack([r["q_halt"] for r in tr]) - tau).abs().min()), 6)
-        e["halt_threshold"] = tau
-        e["calibration"] = calibration
     if args.train_data:
         import train_trm as TT
         tr_in = np.load(os.path.join(args.train_data, "train", "all__inputs.npy"))

@@ -154,9 +154,10 @@ def build_split(pairs, num_aug, rng):
     return arrays, meta
 
 
-def make_train(n_train, num_aug, seed, min_givens, max_givens):
-    """The train split: n_train distinct base puzzles, each with num_aug augmentations (one group
-    each). Returns (grids, the generator after it, arrays, meta)."""
+def make_data(root, n_train, num_aug, n_test, n_val, seed, min_givens, max_givens):
+    """Writes root/{train,test}/ and returns (train arrays, test arrays, validation arrays).
+    Test and validation puzzles are minimal puzzles whose input string is in no train example
+    (augmentations included) and in no other split."""
     rng = np.random.default_rng(seed)
     grids = all_grids()
     seen, train_pairs = set(), []
@@ -166,68 +167,23 @@ def make_train(n_train, num_aug, seed, min_givens, max_givens):
             seen.add(q.tobytes())
             train_pairs.append((q, s))
     train, train_meta = build_split(train_pairs, num_aug, rng)
-    return grids, rng, train, train_meta
-
-
-def held_out_pairs(grids, rng, sizes, banned, min_givens, max_givens):
-    """Held-out splits of the given sizes, drawn with the training generator, whose puzzles are
-    equivalent to no puzzle in `banned` (canonical forms: under every augmentation of the builder
-    and every relabelling of the digits) and to no other held-out puzzle: each class drawn is
-    banned for the rest. A held-out puzzle is thus never a training puzzle in another guise."""
-    out = []
-    for n in sizes:
-        pairs = []
-        while len(pairs) < n:
-            q, s = make_puzzle(grids, rng, min_givens, max_givens)
-            c = canonical(q)
-            if c not in banned:
-                banned.add(c)
-                pairs.append((q, s))
-        out.append(pairs)
-    return out
-
-
-def make_data(root, n_train, num_aug, n_test, n_val, seed, min_givens, max_givens):
-    """Writes root/{train,test,val}/ and returns (train, test, validation arrays). The test and
-    validation splits share no puzzle with the train split under any augmentation (nor with each
-    other); validation is what the calibrated halting threshold is chosen on."""
-    grids, _, train, train_meta = make_train(n_train, num_aug, seed, min_givens, max_givens)
-    banned = {canonical(x - 1) for x in train["inputs"]}
-    rng = np.random.default_rng(seed + 2)  # the held-out draws do not depend on the train split's
-    test_pairs, val_pairs = held_out_pairs(grids, rng, (n_test, n_val), banned, min_givens, max_givens)
-    test, test_meta = build_split(test_pairs, 0, rng)
-    val, val_meta = build_split(val_pairs, 0, rng)
+    used = {(x - 1).astype(np.int64).tobytes() for x in train["inputs"]}
+    held = []
+    while len(held) < n_test + n_val:
+        q, s = make_puzzle(grids, rng, min_givens, max_givens)
+        if q.tobytes() not in used:
+            used.add(q.tobytes())
+            held.append((q, s))
+    test, test_meta = build_split(held[:n_test], 0, rng)
+    val, _ = build_split(held[n_test:], 0, rng)
     shutil.rmtree(root, ignore_errors=True)
     FX.save_split(os.path.join(root, "train"), train, train_meta)
     FX.save_split(os.path.join(root, "test"), test, test_meta)
-    FX.save_split(os.path.join(root, "val"), val, val_meta)
     with open(os.path.join(root, "identifiers.json"), "w") as f:
         json.dump(["<blank>"], f)
     FX.check_dataset(root)
     assert train["inputs"].dtype == np.int64 and test["inputs"].dtype == np.uint8
     return train, test, val
-
-
-def resplit(args, log):
-    """Rewrites the shipped model's held-out data (data/test, data/val) with make_data's rule,
-    keeping the trained weights: the train split is regenerated from --seed exactly as the
-    training run drew it (the same generator calls), so the classes it holds are the ones the
-    model saw."""
-    train, test, val = make_data(args.data, args.n_train, args.num_aug, args.n_test, args.n_val, args.seed,
-                                 args.min_givens, args.max_givens)
-    shipped = json.load(open(os.path.join(args.out, "data", "train", "dataset.json")))
-    regenerated = json.load(open(os.path.join(args.data, "train", "dataset.json")))
-    assert shipped == regenerated, "the regenerated train split is not the one the model was trained on"
-    dst = os.path.join(args.out, "data")
-    for split in ("test", "val"):
-        shutil.rmtree(os.path.join(dst, split), ignore_errors=True)
-        shutil.copytree(os.path.join(args.data, split), os.path.join(dst, split))
-    classes_train = {canonical(x - 1) for x in train["inputs"]}
-    for name, arr in (("test", test), ("val", val)):
-        overlap = sum(canonical(x - 1) in classes_train for x in arr["inputs"])
-        assert overlap == 0, f"{overlap} {name} puzzles are training puzzles under an augmentation"
-        log(f"{name}: {len(arr['inputs'])} puzzles, givens {np.bincount((arr['inputs'] > 1).sum(1)).tolist()}, "
-            f"none equivalent to a training puzzle")
 
 
 def canonical(q):
@@ -468,8 +424,7 @@ def main():
     ap.add_argument("--n-train", type=int, default=2000, help="base training puzzles (groups)")
     ap.add_argument("--num-aug", type=int, default=7, help="augmentations per training puzzle")
     ap.add_argument("--n-test", type=int, default=1000)
-    ap.add_argument("--n-val", type=int, default=500,
-                    help="validation puzzles (the training log's check, the halting threshold's calibration)")
+    ap.add_argument("--n-val", type=int, default=128, help="held-out puzzles for the training log")
     ap.add_argument("--min-givens", type=int, default=4)
     ap.add_argument("--max-givens", type=int, default=8)
     ap.add_argument("--hidden", type=int, default=64)
@@ -494,8 +449,6 @@ def main():
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--max-minutes", type=float, default=24)
     ap.add_argument("--no-export", action="store_true")
-    ap.add_argument("--resplit", action="store_true",
-                    help="rewrite --out's held-out splits (data/test, data/val) only, keeping its weights")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     command = "python3 tools/reference/train_trm.py " + " ".join(sys.argv[1:])
@@ -507,9 +460,6 @@ def main():
             logf.write(msg + "\n")
             logf.flush()
     log(command)
-    if args.resplit:
-        resplit(args, log)
-        return
     t = time.time()
     train_arrays, test_arrays, val_arrays = make_data(args.data, args.n_train, args.num_aug, args.n_test,
                                                       args.n_val, args.seed, args.min_givens, args.max_givens)
