@@ -245,7 +245,8 @@ inline muninn::io::template_limits fuzz_template_limits() {
 }
 inline std::string chat_template(const std::uint8_t* data, std::size_t size) {
   using muninn::io::chat_message;
-  const auto [src, msgs] = split_at(text(data, size), "messages");
+  const auto parts = split_at(text(data, size), "messages");
+  const std::string_view src = parts.first, msgs = parts.second;
   std::vector<chat_message> conversation = {
       {"system", "Be brief."}, {"user", "  Hi there!\n"}, {"assistant", "Hello."}, {"user", "Grüße 😀 <tool>"}};
   if (!msgs.empty()) {
@@ -271,7 +272,8 @@ inline std::string chat_template(const std::uint8_t* data, std::size_t size) {
 // A tokenizer.json, loaded, then used to encode the text after a line "=== text" (else a fixed multilingual
 // text with added tokens), to decode the ids again and to pre-tokenize.
 inline std::string tokenizer(const std::uint8_t* data, std::size_t size) {
-  const auto [file, given] = split_at(text(data, size), "text");
+  const auto parts = split_at(text(data, size), "text");
+  const std::string_view file = parts.first, given = parts.second;
   const std::string sample = given.empty() ? std::string("The quick brown fox <|end_turn|> it's 2024!  Grüße \xF0\x9F\x98\x80 "
                                                          "x=3.14\n\n\t<mask> [R]  ing \xC3(")
                                            : std::string(given);
