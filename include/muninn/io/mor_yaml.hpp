@@ -5,7 +5,6 @@
 /// fields, so the run's YAML is where its recursion and routing settings live.
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/families/mor/config.hpp"
+#include "muninn/io/json.hpp"
 
 namespace muninn::io {
 namespace detail {
@@ -38,15 +38,27 @@ inline YAML::Node yaml_at(const YAML::Node& root, const std::string& dotted) {
 
 // The parser recurses per level of flow nesting: cap it (and the size; a config is a few KB)
 // before yaml-cpp sees the text.
+inline constexpr std::size_t yaml_max_bytes = 1 << 20;
 inline void check_yaml_shape(const std::string& text, const std::string& path) {
-  constexpr std::size_t max_bytes = 1 << 20;
   constexpr int max_depth = 64;
-  MUNINN_CHECK(text.size() <= max_bytes, path, ": a YAML config of ", text.size(), " bytes (at most ", max_bytes,
-               " are read)");
+  MUNINN_CHECK(text.size() <= yaml_max_bytes, path, ": a YAML config of ", text.size(), " bytes (at most ",
+               yaml_max_bytes, " are read)");
   int depth = 0;
   for (char c : text) {
     depth += (c == '[' || c == '{') - (c == ']' || c == '}');
     MUNINN_CHECK(depth <= max_depth, path, ": YAML nested more than ", max_depth, " levels deep");
+  }
+}
+
+// A YAML file parsed whole; a path that is not a regular file, a file over yaml_max_bytes and text
+// nested too deeply are refused before yaml-cpp sees them.
+inline YAML::Node load_yaml_file(const std::string& path) {
+  const std::string text = read_text_file(path, yaml_max_bytes);
+  check_yaml_shape(text, path);
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(path, ": not valid YAML: ", e.what());
   }
 }
 
@@ -100,21 +112,7 @@ inline mor_settings mor_settings_of(const YAML::Node& root, const std::string& p
 /// balancing}` and `kv_sharing.enable` from a Hydra YAML file.
 /// \throws muninn::error naming the file and field for a missing, disabled or ill-typed setting
 inline mor_settings mor_settings_from_yaml(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read YAML config '", path, "'");
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  MUNINN_CHECK(size >= 0 && size <= (1 << 20), path, ": a YAML config of ", size, " bytes (at most 1048576 are read)");
-  in.seekg(0);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  detail::check_yaml_shape(text, path);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(path, ": not valid YAML: ", e.what());
-  }
+  const YAML::Node root = detail::load_yaml_file(path);
   try {
     return detail::mor_settings_of(root, path);
   } catch (const YAML::Exception& e) {  // a node of an unexpected kind deep inside
@@ -134,14 +132,15 @@ inline mor_settings mor_settings_of(const YAML::Node& root, const std::string& p
   m.sharing = detail::yaml_value<std::string>(root, "recursive.sharing", path, m.sharing);
   m.type = detail::yaml_value<std::string>(root, "mor.type", path, m.type);
   m.router_type = detail::yaml_value<std::string>(root, "mor.router_type", path, m.router_type);
-  m.temp = detail::yaml_value<double>(root, "mor.temp", path, 1.0);
+  m.temp = detail::mor_temp(detail::yaml_value<double>(root, "mor.temp", path, 1.0), path, "mor.temp");
   const std::string sub = m.type == "token" ? "mor.token." : "mor.expert.";
   const YAML::Node func = detail::yaml_at(root, sub + "router_func");
   m.router_func = func.IsDefined() && func.IsNull()  // the reference's None: the gate is the raw logit
                       ? "none"
                       : detail::yaml_value<std::string>(root, sub + "router_func", path,
                                                         m.type == "token" ? "softmax" : "sigmoid");
-  m.alpha = detail::yaml_value<double>(root, sub + "alpha", path, m.type == "token" ? 1.0 : 0.1);
+  m.alpha = detail::mor_alpha(detail::yaml_value<double>(root, sub + "alpha", path, m.type == "token" ? 1.0 : 0.1),
+                              path, sub + "alpha");
   if (m.type == "token") m.router_bias = detail::yaml_value<std::string>(root, "mor.token.balancing", path, "loss") == "loss_free";
   if (m.type == "expert") m.capacity = detail::yaml_capacity(root, path);
   m.kv_sharing = detail::yaml_value<bool>(root, "kv_sharing.enable", path, false);
