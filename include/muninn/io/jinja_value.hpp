@@ -328,13 +328,14 @@ inline void append_json(writer& w, const value& v, int indent, std::size_t level
       w.costs().nest(level + 1, w.pos());
       w.put('{');
       bool first = true;
-      for (const auto& [key, x] : *v.members) {
+      for (const auto& member : *v.members) {
         if (!first) w.put(sep);
         first = false;
         newline(level + 1);
+        const std::string& key = member.first;  // (a lambda cannot capture a structured binding in C++17)
         w.emit(json_string_size(key), [&](std::string& out) { append_json_string(out, key); });
         w.put(": ");
-        append_json(w, x, indent, level + 1);
+        append_json(w, member.second, indent, level + 1);
       }
       newline(level);
       return w.put('}');
