@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/npy.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
 #include "test_io_util.hpp"
 
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 
 #include "cli_args.hpp"
 #include "muninn/families/trm/model.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 
 namespace muninn::cli {
 

@@ -12,7 +12,7 @@
 
 #include "cli_args.hpp"
 #include "muninn/families/trm/model.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "solve.hpp"
 
 namespace muninn::cli {

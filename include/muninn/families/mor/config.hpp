@@ -11,7 +11,7 @@
 #include "muninn/families/llama/config.hpp"
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/json.hpp"
-#include "muninn/policies/sharing_map.hpp"
+#include "muninn/families/mor/sharing_map.hpp"
 
 namespace muninn::io {
 namespace detail {

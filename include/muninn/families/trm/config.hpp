@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,11 +20,11 @@
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/io/checked.hpp"
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/json.hpp"
-#include "muninn/io/mor_yaml.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/io/yaml.hpp"
 
 namespace muninn {
 
@@ -108,18 +107,6 @@ struct trm_sizes {
 
 namespace io {
 namespace detail {
-
-inline YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read YAML config '", path, "'");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  check_yaml_shape(text, path);
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(path, ": not valid YAML: ", e.what());
-  }
-}
 
 // A required arch key: the reference's config classes have no default for it.
 template <class V>
