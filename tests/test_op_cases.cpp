@@ -34,7 +34,7 @@ struct host_serial {
   static std::string name() { return "host_1thread"; }
 };
 
-/// The host backend on every OpenMP thread: the parallel splits.
+/// The host backend on its default thread count: the parallel splits.
 struct host_threads : host_serial {
   static backend make() { return backend{}; }
   static std::string name() { return "host_threads"; }

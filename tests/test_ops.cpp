@@ -28,7 +28,7 @@ using i64 = std::int64_t;
 
 using muninn_test::random_vec;
 
-// Single-threaded and default (all OpenMP threads) backends: results must not depend on it.
+// Single-threaded and default (all host threads) backends: results must not depend on it.
 std::vector<host_backend> backends() { return {host_backend{1}, host_backend{}}; }
 
 // ----------------------------------------------------------------------------------- GEMM

@@ -1,7 +1,7 @@
 // `--device cuda` of the muninn CLI: forward and generate on model<cuda_backend, float|bf16>.
 //
 // The CLI's only nvcc translation unit. main.cpp stays a g++ unit, so the host model keeps
-// OpenMP, -march=native and the GCC loop pragmas of the host ops; only the CUDA models the CLI
+// -march=native and the GCC loop pragmas of the host ops; only the CUDA models the CLI
 // offers are instantiated here (each instantiation is a large share of the compile time).
 
 #include <iostream>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// \brief The host (CPU) backend: aligned buffers and a parallel-for over OpenMP threads.
+/// \brief The host (CPU) backend: aligned buffers and a parallel-for over the host thread pool.
 
 #include <algorithm>
 #include <cstddef>
@@ -10,11 +10,8 @@
 #include <new>
 #include <utility>
 
+#include "muninn/backend/thread_pool.hpp"
 #include "muninn/core/error.hpp"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace muninn {
 
@@ -66,15 +63,16 @@ class host_buffer {
 
 /// \brief The CPU backend. A small value type: copying it is free and shares nothing mutable.
 ///
-/// Work is spread over OpenMP threads when the translation unit is built with OpenMP
-/// (the `muninn::muninn` target adds it when CMake finds it) and runs serially otherwise.
+/// Work is spread over the process-wide host_thread_pool(): the calling thread and
+/// `threads() - 1` workers that spin briefly and then sleep (backend/thread_pool.hpp says why).
 struct host_backend {
   using tag = host_tag;  ///< identifies this backend in compile-time dispatch
   /// \brief Owning array type for this backend's memory.
   template <class T>
   using buffer = host_buffer<T>;
 
-  /// \brief Threads to use; 0 means all that OpenMP offers.
+  /// \brief Threads to use; 0 means default_host_threads() (`MUNINN_NUM_THREADS`, else
+  /// `OMP_NUM_THREADS`, else the cores this process may use).
   int num_threads = 0;
 
   /// \brief Human-readable name for logs and benchmark contexts.
@@ -116,36 +114,36 @@ struct host_backend {
   void synchronize() const {}
 
   /// \brief Threads a parallel region will use.
-  int threads() const {
-#if defined(_OPENMP)
-    return num_threads > 0 ? num_threads : omp_get_max_threads();
-#else
-    return 1;
-#endif
-  }
+  int threads() const { return num_threads > 0 ? num_threads : default_host_threads(); }
 
-  /// \brief Calls `f(begin, end)` on disjoint chunks covering [0, n).
+  /// \brief Calls `f(begin, end)` on disjoint chunks covering [0, n), on up to threads() threads.
   ///
-  /// `grain` is the smallest chunk worth a thread: below `2 * grain` items the call stays serial,
-  /// which keeps the tiny per-token ops of decode free of fork/join overhead.
+  /// `grain` is the smallest chunk worth a thread: below `2 * grain` items the call stays on the
+  /// calling thread, which keeps the tiny per-token ops of decode free of fork/join overhead.
+  /// The chunks depend only on n, grain and threads(), never on timing, so which thread runs a
+  /// chunk cannot change a result. There are up to `chunks_per_thread` chunks per thread, so that
+  /// when a core is taken by another process the threads still running share out the rest.
   template <class F>
   void parallel_for(std::int64_t n, std::int64_t grain, F&& f) const {
     if (n <= 0) return;
+    const std::int64_t g = std::max<std::int64_t>(grain, 1);
     const int nt = threads();
-    if (nt <= 1 || n < 2 * std::max<std::int64_t>(grain, 1)) {
+    thread_pool* pool = nt > 1 && n >= 2 * g ? host_thread_pool() : nullptr;
+    if (!pool) {
       f(std::int64_t(0), n);
       return;
     }
-#if defined(_OPENMP)
-    const std::int64_t chunks = std::min<std::int64_t>(nt, n / std::max<std::int64_t>(grain, 1));
-#pragma omp parallel for num_threads(int(chunks)) schedule(static, 1)
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
-      f(b, e);
-    }
-#else
-    f(std::int64_t(0), n);
-#endif
+    const std::int64_t chunks = std::min<std::int64_t>(std::int64_t(nt) * chunks_per_thread(), n / g);
+    pool->run(chunks, nt - 1, [&](std::int64_t c) { f(n * c / chunks, n * (c + 1) / chunks); });
+  }
+
+  /// \brief Chunks per thread of a parallel_for (see there).
+  static std::int64_t chunks_per_thread() {
+    static const std::int64_t k = [] {
+      const char* s = std::getenv("MUNINN_CHUNKS_PER_THREAD");
+      return s ? std::max<std::int64_t>(1, std::atoll(s)) : std::int64_t(4);
+    }();
+    return k;
   }
 };
 

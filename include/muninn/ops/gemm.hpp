@@ -51,18 +51,26 @@ struct gemm_blocks {
   std::int64_t mc;
 };
 
-/// \brief Picks the blocks for `mrows` rows of A and depth K.
+/// \brief Picks the K block for all `mrows` rows of A and depth K.
 ///
 /// A whole K per block when the rows fit the budget (small M streams B in long runs that the
 /// hardware prefetcher follows; short runs of 1 KiB per row leave DRAM latency exposed), else
-/// K blocks of at least min_kc with as many rows as fit. Blocks are balanced in size.
-inline gemm_blocks gemm_choose_blocks(std::int64_t mrows, std::int64_t K) {
+/// K blocks of at least min_kc with as many rows as fit. Blocks are balanced in size. It is chosen
+/// once per call, for every row: the K blocks set the order of the fp32 sums, so a thread that
+/// takes a share of the rows must use the same ones for results not to depend on the split.
+inline std::int64_t gemm_choose_kc(std::int64_t mrows, std::int64_t K) {
   constexpr std::int64_t MR = gemm_tiling::mr, budget = gemm_tiling::pack_budget;
   const std::int64_t mtot = (mrows + MR - 1) / MR * MR;
   std::int64_t kc = K;
   if (mtot * K > budget) kc = std::min(K, std::max(gemm_tiling::min_kc, budget / mtot));
   const std::int64_t kblocks = (K + kc - 1) / kc;
-  kc = (K + kblocks - 1) / kblocks;
+  return (K + kblocks - 1) / kblocks;
+}
+
+/// \brief Picks the blocks for `mrows` rows of A (a thread's share) with K blocks of `kc`.
+inline gemm_blocks gemm_choose_blocks(std::int64_t mrows, std::int64_t kc) {
+  constexpr std::int64_t MR = gemm_tiling::mr, budget = gemm_tiling::pack_budget;
+  const std::int64_t mtot = (mrows + MR - 1) / MR * MR;
   std::int64_t mc = std::max<std::int64_t>(MR, budget / kc / MR * MR);
   mc = std::min(mc, mtot);
   const std::int64_t mblocks = (mtot + mc - 1) / mc;
@@ -255,12 +263,13 @@ inline float* gemm_pack_buffer(std::size_t floats) {
   return reinterpret_cast<float*>(buf.data());
 }
 
-/// \brief Blocked GEMM on the sub-problem rows [m0, m1) x columns [n0, n1), single thread.
+/// \brief Blocked GEMM on the sub-problem rows [m0, m1) x columns [n0, n1), single thread, with
+/// K blocks of `kc` (gemm_choose_kc of the whole call).
 inline void gemm_blocked(std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1, std::int64_t K,
-                         float alpha, const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
-                         float* C, std::int64_t ldc) {
+                         std::int64_t kc_all, float alpha, const float* A, std::int64_t lda, const float* B,
+                         std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   constexpr int W = simd_width, NR = gemm_tiling::nr, MR = gemm_tiling::mr;
-  const gemm_blocks blk = gemm_choose_blocks(m1 - m0, K);
+  const gemm_blocks blk = gemm_choose_blocks(m1 - m0, kc_all);
   const std::int64_t KC = blk.kc, MC = blk.mc;
   float* ap = gemm_pack_buffer(std::size_t(MC * KC));
   for (std::int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -349,16 +358,16 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
   }
   constexpr std::int64_t NR = detail::gemm_tiling::nr, MR = detail::gemm_tiling::mr;
   const std::int64_t ntiles = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
-  const std::int64_t threads = be.threads();
+  const std::int64_t threads = be.threads(), kc = detail::gemm_choose_kc(M, K);
   // Work per task should dwarf packing A (M·K per task) and the fork/join.
   if (ntiles >= 8 * threads || ntiles >= mpanels) {
     const std::int64_t grain = std::max<std::int64_t>(1, 262144 / (M * K * NR));
     be.parallel_for(ntiles, grain, [&](std::int64_t b, std::int64_t e) {
-      detail::gemm_blocked(0, M, b * NR, std::min(N, e * NR), K, alpha, A, lda, B, ldb, beta, C, ldc);
+      detail::gemm_blocked(0, M, b * NR, std::min(N, e * NR), K, kc, alpha, A, lda, B, ldb, beta, C, ldc);
     });
   } else {
     be.parallel_for(mpanels, 1, [&](std::int64_t b, std::int64_t e) {
-      detail::gemm_blocked(b * MR, std::min(M, e * MR), 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      detail::gemm_blocked(b * MR, std::min(M, e * MR), 0, N, K, kc, alpha, A, lda, B, ldb, beta, C, ldc);
     });
   }
 }
