@@ -1,6 +1,7 @@
 // Tests of muninn::io::chat_template: real chat templates rendered as transformers' apply_chat_template renders
 // them (expected.json, written by tests/data/chat_templates/make_expected.py), and the errors of bad or hostile
 // templates.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "muninn/io/chat_template.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/tokenizer.hpp"
+#include "test_io_util.hpp"
 
 #ifndef MUNINN_TEST_DATA_DIR
 #define MUNINN_TEST_DATA_DIR "tests/data"
@@ -133,6 +135,99 @@ TEST(ChatTemplate, HostileTemplatesStopAtTheLimits) {
   small.max_output_bytes = 10;
   EXPECT_NE(render_error("{{ 'abcdef' }}{{ 'ghijkl' }}", small).find("evil:1:15: chat template error: output exceeds 10"),
             std::string::npos) << render_error("{{ 'abcdef' }}{{ 'ghijkl' }}", small);
+}
+
+// A hostile template renders in a child process (limited to 2 GiB and 30 s), so that a crash, a hang or a
+// runaway allocation fails the test instead of the suite. Returns "rendered: <text>" or the error message.
+std::string hostile(const std::string& src) {
+  return muninn_test::outcome_in_child(
+      [&] {
+        const std::string out = chat_template::parse(src, "evil").render({{"user", "hi"}}, true);
+        muninn::fail("rendered: ", out);
+      },
+      30, std::size_t(2) << 30);
+}
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int k = 0; k < n; ++k) out += s;
+  return out;
+}
+
+TEST(ChatTemplate, IntegerArithmeticIsChecked) {
+  const std::string min = "{% set m = -9223372036854775807 - 1 %}";
+  EXPECT_EQ(hostile("{{ 9223372036854775807 + 1 }}"),
+            "evil:1:24: chat template error: integer overflow: 9223372036854775807 + 1 does not fit in 64 bits");
+  EXPECT_THAT(hostile("{{ -9223372036854775807 - 2 }}"), testing::HasSubstr("integer overflow: -9223372036854775807 - 2"));
+  EXPECT_THAT(hostile("{{ 4611686018427387904 * 2 }}"), testing::HasSubstr("integer overflow: 4611686018427387904 * 2"));
+  EXPECT_THAT(hostile(min + "{{ -m }}"), testing::HasSubstr("integer overflow: -(-9223372036854775808)"));
+  EXPECT_THAT(hostile(min + "{{ m // -1 }}"), testing::HasSubstr("integer overflow: -9223372036854775808 // -1"));
+  EXPECT_EQ(hostile(min + "{{ m % -1 }} {{ m // 1 }} {{ 7 // -1 }}"), "rendered: 0 -9223372036854775808 -7");
+  // range() and slices step without overflowing past the end (Python's results)
+  EXPECT_EQ(hostile("{{ range(9223372036854775806, 9223372036854775807, 10) | list }}"), "rendered: [9223372036854775806]");
+  EXPECT_EQ(hostile("{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904) | list }}"),
+            "rendered: [-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
+  EXPECT_EQ(hostile("{{ [1, 2, 3][1::9223372036854775807] }} {{ [1, 2, 3][::-9223372036854775807 - 1] }} "
+                    "{{ 'abc'[-9223372036854775807 - 1:] }}"),
+            "rendered: [2] [3] abc");
+  // literals that do not fit: errors, not std::out_of_range
+  EXPECT_EQ(hostile("{{ messages.99999999999999999999 }}"),
+            "evil:1:13: chat template syntax error: integer literal 99999999999999999999 is out of range");
+  EXPECT_THAT(hostile("{{ 1" + std::string(400, '0') + ".5 }}"), testing::HasSubstr("float literal 1000"));
+}
+
+TEST(ChatTemplate, NothingRecursesInProportionToTheTemplateOrItsData) {
+  // chains the parser reads in a loop build trees as deep as they are long
+  for (const char* link : {"+1", " ~ 'a'", "|string", ".a", "[0]", "()", " is defined", " or 1", " * 1"}) {
+    SCOPED_TRACE(link);
+    EXPECT_THAT(hostile("{{ 1" + repeat(link, 100000) + " }}"),
+                testing::HasSubstr("chat template syntax error: expression nested too deeply (more than 64 levels"));
+  }
+  EXPECT_EQ(hostile("{{ 1" + repeat("+1", 50) + " }}"), "rendered: 51");
+  // a list nested in itself 200000 times is freed without recursion; printing, serialising and comparing it
+  // stop at the depth limit
+  const std::string deep = "{% set ns = namespace(a=[], b=[]) %}{% for i in range(200000) %}"
+                           "{% set ns.a = [ns.a] %}{% set ns.b = [ns.b] %}{% endfor %}";
+  EXPECT_EQ(hostile(deep + "{{ ns.a | length }}"), "rendered: 1");
+  for (const char* use : {"{{ ns.a }}", "{{ ns.a | tojson }}", "{{ ns.a == ns.b }}", "{{ ns.a in [ns.b] }}",
+                                 "{{ ns.a | string }}", "{{ ns }}"}) {
+    SCOPED_TRACE(use);
+    EXPECT_THAT(hostile(deep + use), testing::HasSubstr("a value nested more than 64 levels deep"));
+  }
+  // a namespace cannot be made to hold itself (printing or freeing a cycle would never end)
+  EXPECT_EQ(hostile("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"),
+            "evil:1:30: chat template error: 'ns.me' would hold the namespace itself; a value that contains itself is "
+            "not supported");
+  EXPECT_THAT(hostile("{% set ns = namespace(l=[]) %}{% set ns.l = [1, {'x': [ns]}] %}"),
+              testing::HasSubstr("would hold the namespace itself"));
+}
+
+TEST(ChatTemplate, WorkAndBytesAreChargedAsTheyAreProduced) {
+  // a structure doubled 60 times (2^60 leaves in 61 shared nodes) is printed only until a limit says stop
+  const std::string doubled = "{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(56) %}"
+                              "{% set ns.a = [ns.a, ns.a] %}{% set ns.b = [ns.b, ns.b] %}{% endfor %}";
+  EXPECT_THAT(hostile(doubled + "{{ ns.a }}"), testing::HasSubstr("output exceeds 16777216 bytes"));
+  EXPECT_THAT(hostile(doubled + "{{ ns.a | tojson(indent=2) }}"), testing::HasSubstr("string exceeds 16777216 bytes"));
+  EXPECT_THAT(hostile(doubled + "{{ ns.a ~ 'x' }}"), testing::HasSubstr("string exceeds 16777216 bytes"));
+  EXPECT_THAT(hostile(doubled + "{{ ns.a == ns.b }}"), testing::HasSubstr("more than 20000000 steps of work"));
+  EXPECT_THAT(hostile(doubled + "{{ ns.a in [ns.b] }}"), testing::HasSubstr("more than 20000000 steps of work"));
+  EXPECT_EQ(hostile(doubled + "{{ ns.a == ns.a }}"), "rendered: True");  // the same list, as Python's identity check
+  // quadratic growth: every intermediate string and list counts
+  EXPECT_THAT(hostile("{% set ns = namespace(s='') %}{% for i in range(500000) %}"
+                      "{% set ns.s = ns.s ~ 'xxxxxxxxxxxxxxxx' %}{% endfor %}{{ ns.s | length }}"),
+              testing::HasSubstr("builds more than 268435456 bytes of strings in all"));
+  EXPECT_THAT(hostile("{% set ns = namespace(l=[]) %}{% for i in range(300000) %}{% set ns.l = ns.l + [i] %}"
+                      "{% endfor %}{{ ns.l | length }}"),
+              testing::HasSubstr("more than 1000000 loop iterations and list items"));
+  // size arguments are bounded before anything is built
+  EXPECT_EQ(hostile("{{ [[1]] | tojson(indent=1000000000) }}"),
+            "evil:1:12: chat template error: tojson indent 1000000000 is outside [0, 64]");
+  EXPECT_EQ(hostile("{{ [[1]] | tojson(indent=2) }}"), "rendered: [\n  [\n    1\n  ]\n]");
+  // a long string is walked, not copied into a list of characters, and a long list is not copied per loop
+  EXPECT_EQ(hostile("{% set s = 'x' * 16000000 %}{% for c in s %}{% if loop.index > 2 %}{% break %}{% endif %}{{ c }}"
+                    "{% endfor %}{% set r = range(900000) %}{% for i in range(40) %}{% for x in r %}{% break %}"
+                    "{% endfor %}{% endfor %}"),
+            "rendered: xx");
 }
 
 }  // namespace

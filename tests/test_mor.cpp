@@ -270,6 +270,45 @@ TEST_F(MorFiles, ContradictionsAreOneClearError) {
   EXPECT_NE(error_of([&] { io::mor_settings_from_yaml(yaml); }).find("not valid YAML"), std::string::npos);
 }
 
+// Every float setting is finite and inside its range, from YAML (which can spell .inf and .nan) and from JSON
+// (whose finite extremes overflow a float): one error naming the file and the field.
+TEST_F(MorFiles, FloatSettingsMustBeFiniteAndInRange) {
+  const std::string base = mor_dir + std::string("expert_mcyc_r3_linear_sigmoid/mor.yaml");
+  std::ifstream in(base);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string yaml = path("mor.yaml");
+  const auto yaml_error = [&](const std::string& from, const std::string& to, const std::string& type = "") {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    if (!type.empty()) t.replace(t.find("type: expert"), 12, "type: " + type);
+    muninn_test::write_bytes(yaml, t);
+    return muninn_test::error_of([&] { io::mor_settings_from_yaml(yaml); });
+  };
+  const std::string temp = "  temp: 1.0", alpha = "    alpha: 0.1", token_alpha = "    alpha: 1.0";
+  EXPECT_EQ(yaml_error(temp, "  temp: .inf"),
+            yaml + ": field 'mor.temp' is inf; it must be a finite number in [1e-06, 1e+06]");
+  EXPECT_EQ(yaml_error(temp, "  temp: .nan"),
+            yaml + ": field 'mor.temp' is nan; it must be a finite number in [1e-06, 1e+06]");
+  EXPECT_EQ(yaml_error(temp, "  temp: 0"), yaml + ": field 'mor.temp' is 0; it must be a finite number in [1e-06, 1e+06]");
+  EXPECT_EQ(yaml_error(alpha, "    alpha: .inf"),
+            yaml + ": field 'mor.expert.alpha' is inf; it must be a finite number in (0, 1e+06]");
+  EXPECT_EQ(yaml_error(alpha, "    alpha: .NaN"),
+            yaml + ": field 'mor.expert.alpha' is nan; it must be a finite number in (0, 1e+06]");
+  EXPECT_EQ(yaml_error(token_alpha, "    alpha: -.inf", "token"),
+            yaml + ": field 'mor.token.alpha' is -inf; it must be a finite number in (0, 1e+06]");
+  EXPECT_EQ(yaml_error("capacity: '1.0,", "capacity: 'nan,"),
+            yaml + ": field 'mor.capacity' entry 0 is nan; capacities are shares in (0, 1]");
+  // JSON cannot spell infinity, but its finite extremes overflow the float the router computes in
+  const auto json_error = [&](const std::string& from, const std::string& to) {
+    const std::string dir = variant("expert_mcyc_r3_linear_sigmoid", [&](std::string& t) { t.replace(t.find(from), from.size(), to); });
+    return muninn_test::error_of([&] { io::read_mor_config(dir, ""); });
+  };
+  EXPECT_EQ(json_error("\"alpha\": 0.1", "\"alpha\": 1e300"),
+            path("config.json") + ": field 'mor.alpha' is 1e+300; it must be a finite number in (0, 1e+06]");
+  EXPECT_EQ(json_error("\"temp\": 1.0", "\"temp\": 1e-300"),
+            path("config.json") + ": field 'mor.temp' is 1e-300; it must be a finite number in [1e-06, 1e+06]");
+}
+
 // ------------------------------------------------------------------- continuous depth-wise batching
 
 // Tokens of several sequences at different depths share each call of the shared block; each

@@ -1,4 +1,4 @@
-// Tests for io/puzzle_dataset.hpp: the TRM / HRM reference builders' .npy datasets. Oracles: the
+// Tests for families/trm/puzzle_dataset.hpp: the TRM / HRM reference builders' .npy datasets. Oracles: the
 // fixtures of tools/reference/make_trm_fixtures.py (tests/data/trm/data, and the batches its
 // expected.json files record, collated by the reference's rules in Python), and hostile splits
 // written here file by file.

@@ -11,6 +11,7 @@
 
 #include "muninn/io/json.hpp"
 #include "muninn/io/tokenizer.hpp"
+#include "test_io_util.hpp"
 #include "test_util.hpp"
 
 #ifndef MUNINN_TEST_DATA_DIR
@@ -423,6 +424,23 @@ TEST(Tokenizer, RunawayPatternIsAnErrorNamingIt) {
     EXPECT_NE(msg.find("(a+)+$"), std::string::npos) << msg;
     EXPECT_NE(msg.find("match limit"), std::string::npos) << msg;
   }
+}
+
+// A pattern that needs a little less than one search's limit at every position (20 a's then X: about 2^20 steps
+// per group) runs for minutes when each search has its own limit; all the searches of one encode share one
+// budget, so it stops after a few groups with an error naming the pattern. The encode runs in a child process
+// killed after 30 s.
+TEST(Tokenizer, RegexWorkIsBudgetedPerEncode) {
+  const tokenizer tok = tokenizer::from_string(
+      mini("\"BPE\"", R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a+)+b|."},)"
+                      R"("behavior":"Isolated"},{"type":"ByteLevel","use_regex":false}]})"),
+      "backtracking.json");
+  EXPECT_EQ(tok.encode("aab"), (std::vector<std::int32_t>{0, 2}));
+  std::string text;
+  for (int k = 0; k < 2000; ++k) text += std::string(20, 'a') + "X";
+  const std::string msg = muninn_test::outcome_in_child([&] { tok.encode(text); }, 30);
+  EXPECT_EQ(msg, "regex '(a+)+b|.' ran past the match limit of one encode: 2688000 steps for 42000 bytes of text "
+                 "(64 per byte and pass); the pattern backtracks too much");
 }
 
 // Token ids are bounded by how many tokens the file lists: a tiny file cannot ask for an id table of gigabytes.

@@ -234,6 +234,35 @@ TEST_F(TrmFiles, AMissingRequiredKeyNamesIt) {
   EXPECT_NE(muninn_test::error_of([&] { trm::load(run); }).find("missing field 'arch.H_layers'"), std::string::npos);
 }
 
+// Float settings of all_config.yaml: finite (YAML spells .inf and .nan) and inside their ranges, one line each.
+TEST_F(TrmFiles, FloatSettingsMustBeFiniteAndInRange) {
+  const std::string run = copy_case("trm_att_f32", false);
+  const std::string yaml = run + "/all_config.yaml";
+  std::ifstream in(yaml);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto with = [&](const std::string& line) {  // `line` added to the arch block
+    std::string t = text;
+    t.insert(t.find("  forward_dtype:"), line + "\n");
+    muninn_test::write_bytes(yaml, t);
+  };
+  const auto error_with = [&](const std::string& line) {
+    with(line);
+    return muninn_test::error_of([&] { io::trm_arch_from_yaml(yaml); });
+  };
+  const std::string positive = "; it must be a finite number in (0, 3.40282e+38]";
+  EXPECT_EQ(error_with("  rope_theta: .inf"), yaml + ": field 'arch.rope_theta' is inf" + positive);
+  EXPECT_EQ(error_with("  rope_theta: .nan"), yaml + ": field 'arch.rope_theta' is nan" + positive);
+  EXPECT_EQ(error_with("  rope_theta: -10000"), yaml + ": field 'arch.rope_theta' is -10000" + positive);
+  EXPECT_EQ(error_with("  rms_norm_eps: .inf"), yaml + ": field 'arch.rms_norm_eps' is inf" + positive);
+  EXPECT_EQ(error_with("  rms_norm_eps: 1e-60"), yaml + ": field 'arch.rms_norm_eps' is 1e-60, which is 0 as a float");
+  EXPECT_EQ(error_with("  halt_exploration_prob: .nan"),
+            yaml + ": field 'arch.halt_exploration_prob' is nan; it must be a finite number in [0, 1]");
+  EXPECT_EQ(error_with("  halt_exploration_prob: 1.5"),
+            yaml + ": field 'arch.halt_exploration_prob' is 1.5; it must be a finite number in [0, 1]");
+  with("  rope_theta: 1000000.0\n  rms_norm_eps: 1e-30\n  halt_exploration_prob: 1");
+  EXPECT_EQ(io::trm_arch_from_yaml(yaml).rope_theta, 1e6f);
+}
+
 // ---- bad inputs: one line naming the value
 
 TEST(TrmBadInput, PuzzleLengthTokenAndIdentifier) {

@@ -13,9 +13,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/families/calm/config.hpp"
 #include "muninn/families/huginn/config.hpp"
 #include "muninn/families/huginn/names.hpp"
 #include "muninn/families/llama/config.hpp"
@@ -23,10 +25,14 @@
 #include "muninn/families/mor/config.hpp"
 #include "muninn/families/mor/names.hpp"
 #include "muninn/families/mor/yaml.hpp"
+#include "muninn/families/trm/config.hpp"
 #include "muninn/families/trm/puzzle_dataset.hpp"
+#include "muninn/io/chat_template.hpp"
+#include "muninn/io/config_json.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/npy.hpp"
 #include "muninn/io/safetensors.hpp"
+#include "muninn/io/tokenizer.hpp"
 #include "muninn/io/torch_file.hpp"
 
 namespace muninn_fuzz {
@@ -216,11 +222,106 @@ inline std::string puzzle_dataset(const std::uint8_t* data, std::size_t size) {
   });
 }
 
-// Every target by name, for the replay driver and tools/fuzz.sh.
+// The input split at its first line "=== <name>\n": what comes before, and what comes after (empty when the
+// line is absent).
+inline std::pair<std::string_view, std::string_view> split_at(std::string_view in, std::string_view name) {
+  const std::string marker = "=== " + std::string(name) + "\n";
+  const std::size_t at = in.rfind(marker, 0) == 0 ? 0 : in.find("\n" + marker);
+  if (at == std::string_view::npos) return {in, {}};
+  const std::size_t body = at + (at == 0 ? 0 : 1) + marker.size();
+  return {in.substr(0, at), in.substr(body)};
+}
+
+// A chat template, parsed and rendered (with and without the generation prompt) over a conversation: the
+// messages after a line "=== messages" (a JSON list of {"role", "content"} strings), else a fixed one. Limits
+// are tighter than the defaults so that each input runs in milliseconds; the paths that enforce them are the
+// same.
+inline muninn::io::template_limits fuzz_template_limits() {
+  muninn::io::template_limits l;
+  l.max_output_bytes = 1 << 16;
+  l.max_produced_bytes = 1 << 20;
+  l.max_iterations = 20'000;
+  l.max_work = 200'000;
+  return l;
+}
+inline std::string chat_template(const std::uint8_t* data, std::size_t size) {
+  using muninn::io::chat_message;
+  const auto parts = split_at(text(data, size), "messages");
+  const std::string_view src = parts.first, msgs = parts.second;
+  std::vector<chat_message> conversation = {
+      {"system", "Be brief."}, {"user", "  Hi there!\n"}, {"assistant", "Hello."}, {"user", "Grüße 😀 <tool>"}};
+  if (!msgs.empty()) {
+    conversation.clear();
+    const std::string err = run([&] {
+      const muninn::io::json list = muninn::io::parse_json(msgs, "messages");
+      if (!list.is_array()) return;
+      for (const muninn::io::json& m : list.as_array())
+        if (m.is_object() && m.contains("role") && m.at("role").is_string() && m.contains("content") &&
+            m.at("content").is_string())
+          conversation.push_back({m.at("role").as_string(), m.at("content").as_string()});
+    });
+    (void)err;  // a message list that is not JSON leaves what was read
+  }
+  return run([&] {
+    const auto t = muninn::io::chat_template::parse(std::string(src), "fuzz.jinja", fuzz_template_limits());
+    const muninn::io::chat_variables vars = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
+    (void)t.render(conversation, true, vars);
+    (void)t.render(conversation, false, vars);
+  });
+}
+
+// A tokenizer.json, loaded, then used to encode the text after a line "=== text" (else a fixed multilingual
+// text with added tokens), to decode the ids again and to pre-tokenize.
+inline std::string tokenizer(const std::uint8_t* data, std::size_t size) {
+  const auto parts = split_at(text(data, size), "text");
+  const std::string_view file = parts.first, given = parts.second;
+  const std::string sample = given.empty() ? std::string("The quick brown fox <|end_turn|> it's 2024!  Grüße \xF0\x9F\x98\x80 "
+                                                         "x=3.14\n\n\t<mask> [R]  ing \xC3(")
+                                           : std::string(given);
+  return run([&] {
+    const auto tok = muninn::io::tokenizer::from_string(file, "fuzz_tokenizer.json");
+    const std::vector<std::int32_t> ids = tok.encode(sample, true);
+    (void)tok.decode(ids, false);
+    (void)tok.decode(ids, true);
+    (void)tok.pre_tokenize(sample);
+  });
+}
+
+// A TRM / HRM all_config.yaml: the arch settings and the dataset paths.
+inline std::string trm_config(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "all_config.yaml";
+  write_file(p, data, size);
+  return run([&] {
+    (void)muninn::io::trm_arch_from_yaml(p.string());
+    (void)muninn::io::trm_data_paths_from_yaml(p.string());
+  });
+}
+
+// A puzzle dataset's dataset.json alone: the metadata and the sizes a TRM config takes from it.
+inline std::string trm_dataset_json(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "dataset.json";
+  write_file(p, data, size);
+  return run([&] { (void)muninn::io::trm_sizes_from_dataset_json(p.string()); });
+}
+
+// A CALM config.json: read as the model's config when it has the model's fields, else as an autoencoder's.
+inline std::string calm_config(const std::uint8_t* data, std::size_t size) {
+  const fs::path p = scratch() / "config.json";
+  write_file(p, data, size);
+  return run([&] {
+    if (muninn::io::is_calm_config(muninn::io::read_json_file(p.string()))) (void)muninn::io::read_calm_config(p.string());
+    else (void)muninn::io::read_autoencoder_config(p.string());
+  });
+}
+
+// Every target by name, for the replay driver and tools/fuzz.sh. Heap a replayed input may need: the parsers
+// at most 24 bytes per input byte (beyond a fixed 1 MiB); a tokenizer or a rendered template builds more.
 using target_fn = std::string (*)(const std::uint8_t*, std::size_t);
 struct target {
   const char* name;
   target_fn fn;
+  std::size_t bytes_per_input_byte = 24;
+  std::size_t fixed_allowance = std::size_t(1) << 20;
 };
 inline constexpr target targets[] = {{"json", json},
                                      {"safetensors", safetensors},
@@ -231,6 +332,11 @@ inline constexpr target targets[] = {{"json", json},
                                      {"torch", torch},
                                      {"mor_config", mor_config},
                                      {"mor_yaml", mor_yaml},
-                                     {"puzzle_dataset", puzzle_dataset}};
+                                     {"puzzle_dataset", puzzle_dataset},
+                                     {"chat_template", chat_template, 64, std::size_t(16) << 20},
+                                     {"tokenizer", tokenizer, 128, std::size_t(16) << 20},
+                                     {"trm_config", trm_config},
+                                     {"trm_dataset_json", trm_dataset_json},
+                                     {"calm_config", calm_config}};
 
 }  // namespace muninn_fuzz

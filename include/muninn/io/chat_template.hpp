@@ -10,7 +10,13 @@
 /// ternaries; filters trim, length, count, upper, lower, tojson, default, first, last, join, replace,
 /// string, capitalize, items, list, safe; functions raise_exception, namespace, dict, range; str and dict
 /// methods (strip, split, startswith, items, get, ...). Anything else is a muninn::error naming the origin,
-/// line, column and construct. Rendering is bounded by template_limits.
+/// line, column and construct.
+///
+/// A template is untrusted input (it ships with every checkpoint). Rendering is bounded by template_limits, each
+/// charged before the work or bytes it pays for; integers are 64-bit and an overflow is an error naming the
+/// operation; expression trees, statement nesting and the values printed or compared are depth-limited, and
+/// values are freed without recursion; a namespace cannot be made to contain itself. Every failure is a
+/// muninn::error.
 
 #include <map>
 #include <string>

@@ -3,8 +3,11 @@
 /// \brief The interpreter of a parsed chat template: scopes, statements and expressions. It only computes
 /// with values; nothing it runs can reach files, the environment or the host program.
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -13,11 +16,11 @@
 
 namespace muninn::io::detail::jinja {
 
-/// Renders one template once; holds the output, the scopes and the budget counters.
+/// Renders one template once; holds the output, the scopes and the budget.
 class evaluator {
  public:
   evaluator(const std::string& src, const std::string& origin, const template_limits& limits)
-      : src_(src), origin_(origin), limits_(limits) {}
+      : costs_(limits, src, origin) {}
 
   /// Renders `body` with `globals` as the outermost scope.
   std::string render(const std::vector<stmt>& body, std::map<std::string, value> globals) {
@@ -29,23 +32,19 @@ class evaluator {
  private:
   enum class flow { normal, break_, continue_ };
 
-  [[noreturn]] void error_at(std::size_t pos, const std::string& msg) const {
-    fail(where(origin_, src_, pos), ": chat template error: ", msg);
-  }
+  [[noreturn]] void error_at(std::size_t pos, const std::string& msg) const { costs_.error_at(pos, msg); }
 
+  // Statements and expressions nest no deeper than max_depth: the parser bounds each tree, and this bounds
+  // what they add up to.
   struct depth_guard {
     depth_guard(evaluator& e, std::size_t pos) : e_(e) {
-      if (++e_.depth_ > e_.limits_.max_depth) e_.error_at(pos, "evaluation nested too deeply");
+      if (++e_.depth_ > e_.costs_.limits.max_depth) e_.error_at(pos, "evaluation nested too deeply");
     }
     ~depth_guard() { --e_.depth_; }
     evaluator& e_;
   };
 
-  void emit(const std::string& s, std::size_t pos) {
-    if (out_.size() + s.size() > limits_.max_output_bytes)
-      error_at(pos, "output exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
-    out_ += s;
-  }
+  builtins calls() { return builtins{costs_}; }
 
   flow run(const std::vector<stmt>& body) {
     for (const stmt& s : body) {
@@ -57,9 +56,14 @@ class evaluator {
 
   flow exec(const stmt& s) {
     depth_guard guard(*this, s.pos);
+    costs_.work(1, s.pos);
     switch (s.k) {
-      case stmt::kind::text: emit(s.text, s.pos); return flow::normal;
-      case stmt::kind::output: emit(to_str(eval(*s.value_expr)), s.pos); return flow::normal;
+      case stmt::kind::text: writer(out_, costs_, s.pos, "output").put(s.text); return flow::normal;
+      case stmt::kind::output: {
+        writer w(out_, costs_, s.pos, "output");
+        append_str(w, eval(*s.value_expr));
+        return flow::normal;
+      }
       case stmt::kind::if_:
         for (const auto& [cond, body] : s.branches)
           if (truthy(eval(*cond))) return run(body);
@@ -79,26 +83,32 @@ class evaluator {
     value ns = lookup(s.targets[0]);
     if (ns.k != value::kind::dict || !ns.is_namespace)
       error_at(s.pos, "'" + s.targets[0] + "' is not a namespace: only namespace attributes can be set");
+    if (reaches(v, ns.members.get(), s.pos))
+      error_at(s.pos, "'" + s.targets[0] + "." + s.targets[1] + "' would hold the namespace itself; "
+                      "a value that contains itself is not supported");
     ns.set(s.targets[1], std::move(v));
   }
 
-  // The sequence a for loop walks: list items, dict keys or string characters (bytes here).
-  std::vector<value> iterable(const value& v, std::size_t pos) const {
-    switch (v.k) {
-      case value::kind::list: return *v.items;
-      case value::kind::dict: {
-        std::vector<value> keys;
-        for (const auto& m : *v.members) keys.push_back(value::string(m.first));
-        return keys;
+  // Whether `v` is, or holds at any depth, the dict `target`. A namespace is the only container changed after
+  // it is made, so refusing this keeps every value a finite tree (shared, never cyclic). Only namespaces and
+  // containers made with one inside are searched.
+  bool reaches(const value& v, const dict_t* target, std::size_t pos) {
+    std::vector<const value*> todo{&v};
+    std::unordered_set<const void*> seen;
+    while (!todo.empty()) {
+      const value& x = *todo.back();
+      todo.pop_back();
+      if (!x.is_namespace && !x.holds_namespace) continue;
+      costs_.work(1, pos);
+      if (x.k == value::kind::dict) {
+        if (x.members.get() == target) return true;
+        if (seen.insert(x.members.get()).second)
+          for (const auto& m : *x.members) todo.push_back(&m.second);
+      } else if (x.k == value::kind::list && seen.insert(x.items.get()).second) {
+        for (const value& y : *x.items) todo.push_back(&y);
       }
-      case value::kind::string: {
-        std::vector<value> chars;
-        for (char c : v.s) chars.push_back(value::string(std::string(1, c)));
-        return chars;
-      }
-      case value::kind::undefined: return {};
-      default: error_at(pos, std::string("'") + type_name(v) + "' object is not iterable");
     }
+    return false;
   }
 
   static value loop_object(std::size_t n, std::size_t len) {
@@ -118,16 +128,32 @@ class evaluator {
     for (std::size_t n = 0; n < s.targets.size(); ++n) scope[s.targets[n]] = (*item.items)[n];
   }
 
+  // A for loop walks list items, dict keys or a string's characters, one at a time (nothing is copied whole).
   // Each iteration gets its own scope: `set` inside a loop does not leak out, as in Jinja.
   flow exec_for(const stmt& s) {
-    const std::vector<value> seq = iterable(eval(*s.value_expr), s.pos);
-    if (seq.empty()) return run(s.else_body);
-    for (std::size_t n = 0; n < seq.size(); ++n) {
-      if (++iterations_ > limits_.max_iterations)
-        error_at(s.pos, "more than " + std::to_string(limits_.max_iterations) + " loop iterations");
+    const value seq = eval(*s.value_expr);
+    std::size_t len = 0;
+    switch (seq.k) {
+      case value::kind::list: len = seq.items->size(); break;
+      case value::kind::dict: len = seq.members->size(); break;
+      case value::kind::string:
+        costs_.scan(seq.str().size(), s.pos);
+        len = char_count(seq.str());
+        break;
+      case value::kind::undefined: break;
+      default: error_at(s.pos, std::string("'") + type_name(seq) + "' object is not iterable");
+    }
+    if (len == 0) return run(s.else_body);
+    char_cursor chars{seq.k == value::kind::string ? std::string_view(seq.str()) : std::string_view()};
+    for (std::size_t n = 0; n < len; ++n) {
+      costs_.items(1, s.pos);
+      value item;
+      if (seq.k == value::kind::list) item = (*seq.items)[n];
+      else if (seq.k == value::kind::dict) item = calls().key_of((*seq.members)[n].first, s.pos);
+      else item = value::string(std::string(chars.next()));
       scopes_.emplace_back();
-      scopes_.back()["loop"] = loop_object(n, seq.size());
-      bind_targets(s, scopes_.back(), seq[n]);
+      scopes_.back()["loop"] = loop_object(n, len);
+      bind_targets(s, scopes_.back(), item);
       const flow f = run(s.body);
       scopes_.pop_back();
       if (f == flow::break_) break;
@@ -145,6 +171,7 @@ class evaluator {
 
   value eval(const expr& e) {
     depth_guard guard(*this, e.pos);
+    costs_.work(1, e.pos);
     switch (e.k) {
       case expr::kind::literal: return e.literal;
       case expr::kind::name: return lookup(e.name);
@@ -179,29 +206,34 @@ class evaluator {
     for (std::size_t n = 0; n + 1 < e.args.size(); n += 2) {
       const value key = eval(*e.args[n]);
       if (key.k != value::kind::string) error_at(e.args[n]->pos, "dict keys must be strings");
-      d.set(key.s, eval(*e.args[n + 1]));
+      costs_.produce(key.str().size(), e.pos);
+      costs_.work(d.members->size(), e.pos);
+      d.set(key.str(), eval(*e.args[n + 1]));
     }
     return d;
   }
 
-  value attribute(const value& obj, const std::string& name, std::size_t pos) const {
+  value attribute(const value& obj, const std::string& name, std::size_t pos) {
     if (obj.k == value::kind::undefined) error_at(pos, "'" + name + "' of an undefined value");
+    if (obj.k == value::kind::dict) costs_.work(obj.members->size(), pos);
     if (const value* m = obj.find(name)) return *m;
     return value();
   }
 
-  value item(const value& obj, const value& key, std::size_t pos) const {
+  value item(const value& obj, const value& key, std::size_t pos) {
     if (obj.k == value::kind::undefined) error_at(pos, "subscript of an undefined value");
     if (obj.k == value::kind::dict) {
       if (key.k != value::kind::string) return value();
-      const value* m = obj.find(key.s);
+      costs_.work(obj.members->size(), pos);
+      const value* m = obj.find(key.str());
       return m ? *m : value();
     }
     if ((obj.k == value::kind::list || obj.k == value::kind::string) && key.k == value::kind::integer) {
-      const std::int64_t len = obj.k == value::kind::list ? std::int64_t(obj.items->size()) : std::int64_t(obj.s.size());
+      const std::int64_t len = obj.k == value::kind::list ? std::int64_t(obj.items->size()) : std::int64_t(obj.str().size());
       const std::int64_t i = key.i < 0 ? key.i + len : key.i;
       if (i < 0 || i >= len) return value();
-      return obj.k == value::kind::list ? (*obj.items)[std::size_t(i)] : value::string(std::string(1, obj.s[std::size_t(i)]));
+      return obj.k == value::kind::list ? (*obj.items)[std::size_t(i)]
+                                        : value::string(std::string(1, obj.str()[std::size_t(i)]));
     }
     error_at(pos, std::string("cannot index a ") + type_name(obj) + " with a " + type_name(key));
   }
@@ -222,24 +254,28 @@ class evaluator {
     return python_slice(obj, bounds, given, e.pos);
   }
 
-  value python_slice(const value& obj, const std::int64_t* b, const bool* given, std::size_t pos) const {
+  // Python's obj[start:stop:step]. The bounds are clamped into [-1, len], so the item count is computed
+  // without overflow, charged, and the items taken at start + k·step.
+  value python_slice(const value& obj, const std::int64_t* b, const bool* given, std::size_t pos) {
     if (obj.k != value::kind::list && obj.k != value::kind::string)
       error_at(pos, std::string("cannot slice a ") + type_name(obj));
-    const std::int64_t len = obj.k == value::kind::list ? std::int64_t(obj.items->size()) : std::int64_t(obj.s.size());
+    const std::int64_t len = obj.k == value::kind::list ? std::int64_t(obj.items->size()) : std::int64_t(obj.str().size());
     const std::int64_t step = b[2];
     const auto clamp = [&](std::int64_t x, std::int64_t lo, std::int64_t hi) {
       if (x < 0) x += len;
       return x < lo ? lo : x > hi ? hi : x;
     };
-    std::int64_t start = given[0] ? clamp(b[0], step > 0 ? 0 : -1, step > 0 ? len : len - 1) : (step > 0 ? 0 : len - 1);
+    const std::int64_t start = given[0] ? clamp(b[0], step > 0 ? 0 : -1, step > 0 ? len : len - 1) : (step > 0 ? 0 : len - 1);
     const std::int64_t stop = given[1] ? clamp(b[1], step > 0 ? 0 : -1, step > 0 ? len : len - 1) : (step > 0 ? len : -1);
-    list_t items;
-    std::string text;
-    for (; step > 0 ? start < stop : start > stop; start += step) {
-      if (obj.k == value::kind::list) items.push_back((*obj.items)[std::size_t(start)]);
-      else text += obj.s[std::size_t(start)];
-    }
-    return obj.k == value::kind::list ? value::list(std::move(items)) : value::string(std::move(text));
+    const std::size_t n = std::size_t(builtins::steps_between(start, stop, step));
+    const auto at = [&](std::size_t k) { return std::size_t(std::uint64_t(start) + k * std::uint64_t(step)); };
+    if (obj.k == value::kind::string)
+      return calls().built_string(n, pos, [&](std::string& o) {
+        for (std::size_t k = 0; k < n; ++k) o += obj.str()[at(k)];
+      });
+    return calls().built_list(n, pos, [&](list_t& out) {
+      for (std::size_t k = 0; k < n; ++k) out.push_back((*obj.items)[at(k)]);
+    });
   }
 
   call_args evaluate_args(const expr& e) {
@@ -253,45 +289,41 @@ class evaluator {
   value call(const expr& e) {
     const expr& callee = *e.args[0];
     call_args a = evaluate_args(e);
-    builtins b{src_, origin_, limits_};
-    if (callee.k == expr::kind::attr) return b.method(eval(*callee.args[0]), callee.name, a);
+    if (callee.k == expr::kind::attr) return calls().method(eval(*callee.args[0]), callee.name, a);
     if (callee.k != expr::kind::name) error_at(e.pos, "only functions and methods can be called");
-    return b.function(callee.name, a, iterations_);
+    return calls().function(callee.name, a);
   }
 
   value filter(const expr& e) {
     value subject = eval(*e.args[0]);
     call_args a = evaluate_args(e);
-    return builtins{src_, origin_, limits_}.filter(e.name, subject, a);
+    return calls().filter(e.name, subject, a);
   }
 
   bool test(const expr& e) {
     value subject = eval(*e.args[0]);
     call_args a = evaluate_args(e);
-    return builtins{src_, origin_, limits_}.test(e.name, subject, a);
+    return calls().test(e.name, subject, a);
   }
 
   value unary(const expr& e) {
     const value a = eval(*e.args[0]);
     if (e.name == "not") return value::boolean(!truthy(a));
-    if (a.k == value::kind::integer) return value::integer(e.name == "-" ? -a.i : a.i);
-    if (a.k == value::kind::floating) return value::floating(e.name == "-" ? -a.f : a.f);
+    if (a.k == value::kind::integer || a.k == value::kind::floating)
+      return e.name == "-" ? calls().negate(a, e.pos) : a;
     error_at(e.pos, "bad operand type for unary " + e.name + ": '" + type_name(a) + "'");
   }
 
   value binary_op(const expr& e) {
     const value a = eval(*e.args[0]);
     const value b = eval(*e.args[1]);
-    return builtins{src_, origin_, limits_}.binary(e.name, a, b, e.negate, e.pos);
+    return calls().binary(e.name, a, b, e.negate, e.pos);
   }
 
-  const std::string& src_;
-  const std::string& origin_;
-  const template_limits& limits_;
+  budget costs_;
   std::vector<std::map<std::string, value>> scopes_;
   std::string out_;
   std::size_t depth_ = 0;
-  std::size_t iterations_ = 0;
 };
 
 }  // namespace muninn::io::detail::jinja

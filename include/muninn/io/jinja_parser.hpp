@@ -3,6 +3,9 @@
 /// \brief The syntax tree of a chat template and the recursive-descent parser that builds it, with Jinja2's
 /// operator precedence (filters and tests bind tighter than arithmetic; `~` between `+` and `*`).
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,7 +29,8 @@ struct expr {
   value literal;
   std::vector<expr_ptr> args;  // operands, or positional arguments after the callee/subject in args[0]
   std::vector<std::pair<std::string, expr_ptr>> kwargs;
-  bool negate = false;  // `is not`, `not in`
+  bool negate = false;     // `is not`, `not in`
+  std::size_t height = 1;  // levels of the tree below and including this node
 };
 
 /// One statement of the template body.
@@ -220,11 +224,22 @@ class parser {
     e->name = std::move(name);
     return e;
   }
-  static expr_ptr binary(expr::kind k, std::size_t pos, std::string op, expr_ptr a, expr_ptr b) {
+  // A node whose children are all in place: its height is checked, so that no chain of operators, filters,
+  // attributes or calls builds a tree deeper than max_depth (evaluating or freeing it recurses per level).
+  expr_ptr built(expr_ptr e) const {
+    for (const expr_ptr& a : e->args)
+      if (a) e->height = std::max(e->height, a->height + 1);
+    for (const auto& kw : e->kwargs) e->height = std::max(e->height, kw.second->height + 1);
+    if (e->height > max_depth_)
+      error_at(e->pos, "expression nested too deeply (more than " + std::to_string(max_depth_) +
+                           " levels; each operator, filter, attribute, subscript and call of a chain is one)");
+    return e;
+  }
+  expr_ptr binary(expr::kind k, std::size_t pos, std::string op, expr_ptr a, expr_ptr b) const {
     expr_ptr e = node(k, pos, std::move(op));
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
+    return built(std::move(e));
   }
 
   expr_ptr expression() { return ternary(true); }
@@ -239,7 +254,7 @@ class parser {
       e->args.push_back(std::move(cond));
       e->args.push_back(std::move(a));
       e->args.push_back(accept_name("else") ? ternary(true) : nullptr);
-      a = std::move(e);
+      a = built(std::move(e));
     }
     return a;
   }
@@ -259,7 +274,7 @@ class parser {
     depth_guard guard(*this, peek().pos);
     expr_ptr e = node(expr::kind::unary, next().pos, "not");
     e->args.push_back(not_expr());
-    return e;
+    return built(std::move(e));
   }
 
   expr_ptr compare() {
@@ -308,7 +323,7 @@ class parser {
       const token& t = next();
       expr_ptr e = node(expr::kind::unary, t.pos, t.text);
       e->args.push_back(unary());
-      return e;
+      return built(std::move(e));
     }
     return filters(postfix(primary()));
   }
@@ -334,20 +349,20 @@ class parser {
       if (accept_op(".")) {
         if (peek().kind == tok::integer) {  // `a.0` is Jinja's item access by index
           expr_ptr i = node(expr::kind::literal, p);
-          i->literal = value::integer(std::stoll(next().text));
+          i->literal = value::integer(integer_literal(next()));
           a = binary(expr::kind::index, p, "", std::move(a), std::move(i));
           continue;
         }
         expr_ptr e = node(expr::kind::attr, p, expect_name());
         e->args.push_back(std::move(a));
-        a = std::move(e);
+        a = built(std::move(e));
       } else if (accept_op("[")) {
         a = subscript(std::move(a), p);
       } else if (accept_op("(")) {
         expr_ptr e = node(expr::kind::call, p);
         e->args.push_back(std::move(a));
         call_args(*e);
-        a = std::move(e);
+        a = built(std::move(e));
       } else {
         return a;
       }
@@ -367,7 +382,7 @@ class parser {
     expr_ptr e = node(expr::kind::slice, p);
     e->args.push_back(std::move(a));
     for (auto& part : parts) e->args.push_back(std::move(part));
-    return e;
+    return built(std::move(e));
   }
 
   expr_ptr filters(expr_ptr a) {
@@ -377,7 +392,7 @@ class parser {
         expr_ptr e = node(expr::kind::filter, p, expect_name());
         e->args.push_back(std::move(a));
         if (accept_op("(")) call_args(*e);
-        a = std::move(e);
+        a = built(std::move(e));
       } else if (at_name("is")) {
         const std::size_t p = next().pos;
         const bool neg = accept_name("not");
@@ -387,7 +402,7 @@ class parser {
         if (accept_op("(")) call_args(*e);
         else if (peek().kind == tok::string || peek().kind == tok::integer || peek().kind == tok::floating)
           e->args.push_back(primary());  // `is equalto 3`, `is divisibleby 2`
-        a = std::move(e);
+        a = built(std::move(e));
       } else {
         return a;
       }
@@ -404,10 +419,8 @@ class parser {
         e->literal = value::string(std::move(s));
         return e;
       }
-      case tok::integer:
-        try { e->literal = value::integer(std::stoll(t.text)); } catch (...) { error_at(t.pos, "integer literal out of range"); }
-        return e;
-      case tok::floating: e->literal = value::floating(std::stod(t.text)); return e;
+      case tok::integer: e->literal = value::integer(integer_literal(t)); return e;
+      case tok::floating: e->literal = value::floating(float_literal(t)); return e;
       case tok::name: return name_or_constant(t, std::move(e));
       case tok::op:
         if (t.text == "(") return parenthesised(t.pos);
@@ -417,6 +430,22 @@ class parser {
       default: break;
     }
     error_at(t.pos, "unexpected " + describe(t) + " in an expression");
+  }
+
+  // The lexer gives digits only (underscores dropped); the value must fit int64 / be a finite double.
+  std::int64_t integer_literal(const token& t) const {
+    std::int64_t v = 0;
+    const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size())
+      error_at(t.pos, "integer literal " + t.text.substr(0, 40) + " is out of range");
+    return v;
+  }
+  double float_literal(const token& t) const {
+    double v = 0;
+    const auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size() || !std::isfinite(v))
+      error_at(t.pos, "float literal " + t.text.substr(0, 40) + " is out of range");
+    return v;
   }
 
   static expr_ptr name_or_constant(const token& t, expr_ptr e) {
@@ -440,7 +469,7 @@ class parser {
     do e->args.push_back(expression());
     while (accept_op(",") && !at_op("]"));
     expect_op("]");
-    return e;
+    return built(std::move(e));
   }
 
   expr_ptr dict_literal(std::size_t pos) {
@@ -452,7 +481,7 @@ class parser {
       e->args.push_back(expression());
     } while (accept_op(",") && !at_op("}"));
     expect_op("}");
-    return e;
+    return built(std::move(e));
   }
 
   std::vector<token> t_;

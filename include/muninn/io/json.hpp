@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -282,6 +283,16 @@ class json {
   };
   payload u_{0.0};
 };
+
+/// \brief The number of bytes append_json_string appends for `s`.
+inline std::size_t json_string_size(std::string_view s) {
+  std::size_t n = 2;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    n += (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') ? 2 : u < 0x20 ? 6 : 1;
+  }
+  return n;
+}
 
 /// \brief Appends `s` to `out` as a quoted JSON string (escaping quotes, backslashes, controls),
 /// byte for byte as Python's `json.dumps(ensure_ascii=False)` writes it (chat templates' `tojson`).
@@ -643,26 +654,14 @@ inline json parse_json(std::string_view text, const std::string& source_name) {
   return detail::json_parser(text, source_name).parse_document();
 }
 
-/// \brief Reads a whole file into a string; errors name the path and the system's reason.
-inline std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open '", path, "': ", std::strerror(errno));
-  std::string text;
-  if (in.seekg(0, std::ios::end)) {  // a regular file: read it once into a buffer of its size
-    const std::streamoff n = in.tellg();
-    in.seekg(0, std::ios::beg);
-    if (n > 0) {
-      text.resize(std::size_t(n));
-      in.read(text.data(), n);
-      if (in.gcount() != n) fail("error reading '", path, "'");
-    }
-    return text;
-  }
-  in.clear();  // a pipe or similar: no size to ask for
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("error reading '", path, "'");
-  return ss.str();
+/// \brief Reads a whole regular file into a string; errors name the path and the system's reason, a
+/// path that is not a regular file (FIFO, device, directory, socket) is refused before it is opened
+/// (open_regular_file), and a file of more than `max_bytes` is refused before it is read.
+inline std::string read_text_file(const std::string& path,
+                                  std::size_t max_bytes = std::numeric_limits<std::size_t>::max()) {
+  const mapped_file f(path);
+  if (f.size() > max_bytes) fail(path, ": a file of ", f.size(), " bytes (at most ", max_bytes, " are read)");
+  return std::string(f.view());
 }
 
 /// \brief Reads and parses a JSON file; parse errors name the path, line and column.

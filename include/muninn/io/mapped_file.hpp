@@ -19,6 +19,48 @@
 
 namespace muninn::io {
 
+namespace detail {
+
+/// What a file mode says a path is, for the error that refuses it.
+inline const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+}  // namespace detail
+
+/// \brief Opens `path` for reading when it is a regular file, else throws one muninn::error naming it
+/// ("cannot read 'p': it is a FIFO, not a regular file"); returns the descriptor, owned by the caller,
+/// and its size in `size` when given.
+///
+/// Every reader of Muninn opens files through here (mapped_file, read_text_file): a FIFO blocks an
+/// ordinary open() until some writer appears, and a device such as /dev/zero never ends, so the
+/// path is checked before it is opened, opened without blocking, and checked again on the
+/// descriptor (the path may have been replaced in between).
+inline int open_regular_file(const std::string& path, std::size_t* size = nullptr) {
+  const auto refuse = [&](mode_t mode) {
+    fail("cannot read '", path, "': it is ", detail::file_kind(mode), ", not a regular file");
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail("cannot open '", path, "': ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse(st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) fail("cannot open '", path, "': ", std::strerror(errno));
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int e = errno;
+    const mode_t mode = st.st_mode;
+    ::close(fd);
+    if (S_ISREG(mode)) fail("cannot stat '", path, "': ", std::strerror(e));
+    refuse(mode);
+  }
+  if (size) *size = static_cast<std::size_t>(st.st_size);
+  return fd;
+}
+
 /// \brief RAII owner of a read-only mapping of one file. Move-only.
 ///
 /// The mapping's address does not change when the object is moved, so pointers into it stay
@@ -28,21 +70,10 @@ class mapped_file {
   /// \brief An empty object that maps nothing.
   mapped_file() = default;
 
-  /// \brief Maps `path` read-only; throws muninn::error naming the path and the system's reason.
+  /// \brief Maps `path` read-only; throws muninn::error naming the path and the system's reason, or
+  /// what the path is when it is not a regular file (see open_regular_file).
   explicit mapped_file(std::string path) : path_(std::move(path)) {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open '", path_, "': ", std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int e = errno;
-      ::close(fd);
-      fail("cannot stat '", path_, "': ", std::strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail("cannot map '", path_, "': not a regular file");
-    }
-    size_ = static_cast<std::size_t>(st.st_size);
+    const int fd = open_regular_file(path_, &size_);
     if (size_ > 0) {  // mmap rejects length 0; an empty file simply maps to nothing
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {

@@ -424,14 +424,46 @@ inline pcre2_thread_state& pcre2_state() {
 
 }  // namespace detail
 
+/// \brief The matching work one encode may do: all searches of every pattern over every piece of one text
+/// together.
+///
+/// PCRE2's match limit bounds one search; a pattern that needs a little less than that at every position (of
+/// the `(a+)+b|.` kind) would still run for minutes over a long text. Each search therefore starts with a small
+/// limit, and only a search that reaches it is run again with four times as much, each try paid from this
+/// budget; an ordinary search pays a few steps, and the budget ends the runaway one with an error naming the
+/// pattern. A search is charged at most about five times the steps it takes.
+class regex_budget {
+ public:
+  /// \brief Steps of PCRE2's match limit allowed per byte of text and regex pass (ordinary tokenizer patterns
+  /// take about one; see docs/inference.md).
+  static constexpr std::size_t steps_per_byte = 64;
+  /// \brief The budget of a short text.
+  static constexpr std::size_t min_steps = std::size_t(1) << 20;
+  /// \brief The first limit of each search.
+  static constexpr std::size_t first_try = 16;
+
+  /// \brief The budget of `passes` regex passes over `bytes` bytes of text.
+  explicit regex_budget(std::size_t bytes, std::size_t passes = 1)
+      : total_(std::max(min_steps, steps_per_byte * bytes * std::max<std::size_t>(passes, 1))), left_(total_),
+        bytes_(bytes) {}
+
+  /// \brief Steps not yet spent.
+  std::size_t left() const { return left_; }
+  /// \brief All the steps the budget holds.
+  std::size_t total() const { return total_; }
+  /// \brief The text the budget was made for, in bytes.
+  std::size_t text_bytes() const { return bytes_; }
+  /// \brief Pays `n` steps (at most left()).
+  void spend(std::size_t n) { left_ -= std::min(n, left_); }
+
+ private:
+  std::size_t total_, left_, bytes_;
+};
+
 /// \brief A pattern compiled once with Oniguruma's meaning (see the file comment); find_all() is const and may be
 /// called from several threads.
 class regex {
  public:
-  /// \brief The most backtracking steps one search may take per byte of its subject (and at least 10 million):
-  /// a pattern that needs more (nested quantifiers on a long run) fails with an error rather than running on.
-  static constexpr std::size_t match_steps_per_byte = 64;
-
   /// \brief Translates and compiles `pattern`.
   /// \throws muninn::error naming the pattern, with PCRE2's message and the offset in `pattern` it points at
   explicit regex(std::string pattern) : pattern_(std::move(pattern)) {
@@ -463,23 +495,20 @@ class regex {
 
   /// \brief Appends the byte spans of the matches in `text` to `out`, in order, the way Oniguruma's iteration in
   /// `tokenizers` finds them: each search starts where the last match ended, and an empty match right at the end of
-  /// the previous match is skipped by moving on one character.
-  /// \throws muninn::error naming the pattern when PCRE2 gives up (match limit, JIT stack)
-  void find_all(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const {
+  /// the previous match is skipped by moving on one character. The searches are paid from `budget`.
+  /// \throws muninn::error naming the pattern when the budget is spent or PCRE2 gives up (JIT stack, heap)
+  void find_all(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out,
+                regex_budget& budget) const {
     detail::pcre2_thread_state& st = detail::pcre2_state();
-    // Limits that grow with the subject, so that long pieces of ordinary text pass and a pattern that backtracks
-    // without end stops with an error. Depth and heap only bind the interpreter (no JIT on this CPU).
-    const std::size_t steps = std::max<std::size_t>(10'000'000, text.size() * match_steps_per_byte);
-    pcre2_set_match_limit_8(st.context, std::uint32_t(std::min<std::size_t>(steps, 0xFFFFFFFFu)));
-    pcre2_set_depth_limit_8(st.context, std::uint32_t(std::min<std::size_t>(steps, 0xFFFFFFFFu)));
+    // Depth and heap only bind the interpreter (no JIT on this CPU); the heap grows with the subject (KiB).
     pcre2_set_heap_limit_8(st.context, std::uint32_t(std::min<std::size_t>(
-                                           std::max<std::size_t>(20 * 1024, text.size() / 2), 0xFFFFFFFFu)));  // KiB
+                                           std::max<std::size_t>(20 * 1024, text.size() / 2), 0xFFFFFFFFu)));
     const auto* subject = reinterpret_cast<PCRE2_SPTR8>(text.empty() ? "" : text.data());
     const std::size_t n = text.size();
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer_8(st.data);
     std::size_t pos = 0, last_end = std::size_t(-1);
     while (pos <= n) {
-      const int rc = pcre2_match_8(code_.get(), subject, n, pos, 0, st.data, st.context);
+      const int rc = search(subject, n, pos, st, budget);
       if (rc == PCRE2_ERROR_NOMATCH) return;
       if (rc < 0)
         fail("regex '", pattern_, "' failed on a piece of ", n, " bytes: ", detail::pcre2_message(rc));
@@ -495,7 +524,32 @@ class regex {
     }
   }
 
+  /// \brief find_all() with a budget of its own, for one text searched once.
+  void find_all(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const {
+    regex_budget budget(text.size());
+    find_all(text, out, budget);
+  }
+
  private:
+  // One search from `pos`: tries with a limit that starts at regex_budget::first_try and grows fourfold while
+  // the search reaches it, each try paid from the budget.
+  int search(PCRE2_SPTR8 subject, std::size_t n, std::size_t pos, detail::pcre2_thread_state& st,
+             regex_budget& budget) const {
+    for (std::size_t limit = regex_budget::first_try;; limit *= 4) {
+      const std::size_t allowed = std::min({limit, budget.left(), std::size_t(0xFFFFFFFFu)});
+      pcre2_set_match_limit_8(st.context, std::uint32_t(allowed));
+      pcre2_set_depth_limit_8(st.context, std::uint32_t(allowed));
+      const int rc = pcre2_match_8(code_.get(), subject, n, pos, 0, st.data, st.context);
+      budget.spend(allowed);
+      const bool over = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT;
+      if (!over) return rc;
+      if (budget.left() == 0)
+        fail("regex '", pattern_, "' ran past the match limit of one encode: ", budget.total(), " steps for ",
+             budget.text_bytes(), " bytes of text (", regex_budget::steps_per_byte,
+             " per byte and pass); the pattern backtracks too much");
+    }
+  }
+
   std::string pattern_;
   std::shared_ptr<pcre2_code_8> code_;
 };

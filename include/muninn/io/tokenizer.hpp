@@ -20,7 +20,8 @@
 /// `Digits` step use the `\p{L}` / `\p{N}` / white-space tables of unicode_classes.hpp.
 ///
 /// Encoding is linear in the input for every option above (BPE on one long pre-token is O(n log n)); a regex that
-/// backtracks without end stops with an error naming it (PCRE2's match limit, see regex::match_steps_per_byte).
+/// backtracks without end stops with an error naming it: all regex searches of one encode share one budget
+/// (regex_budget, a number of PCRE2 match-limit steps per byte of text and regex pass).
 /// Token ids may exceed the number of tokens the file lists by at most tokenizer::id_slack, so that the id table
 /// stays proportional to the file.
 
@@ -170,11 +171,17 @@ inline const regex& byte_level_regex() {
   return re;
 }
 
+/// The matches of `re` in `text` as byte spans, paid from `budget`.
+inline std::vector<std::pair<std::size_t, std::size_t>> find_all(const regex& re, std::string_view text,
+                                                                 regex_budget& budget) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  re.find_all(text, spans, budget);
+  return spans;
+}
 /// The matches of `re` in `text` as byte spans.
 inline std::vector<std::pair<std::size_t, std::size_t>> find_all(const regex& re, std::string_view text) {
-  std::vector<std::pair<std::size_t, std::size_t>> spans;
-  re.find_all(text, spans);
-  return spans;
+  regex_budget budget(text.size());
+  return find_all(re, text, budget);
 }
 
 /// How a Split treats the delimiters it finds (tokenizers' SplitDelimiterBehavior).
@@ -248,13 +255,19 @@ struct pre_step {
   bool use_regex = true;                              ///< byte_level
 };
 
-/// Applies one pre-tokenizer step to every piece.
-inline std::vector<std::string> apply_pre_step(const pre_step& st, const std::vector<std::string>& pieces) {
+/// Whether a step runs a regex over the text (what the encode's regex budget is sized by).
+inline bool runs_regex(const pre_step& st) {
+  return st.type == pre_step::kind::split_regex || (st.type == pre_step::kind::byte_level && st.use_regex);
+}
+
+/// Applies one pre-tokenizer step to every piece; its regex searches are paid from `budget`.
+inline std::vector<std::string> apply_pre_step(const pre_step& st, const std::vector<std::string>& pieces,
+                                               regex_budget& budget) {
   std::vector<std::string> out;
   for (const std::string& piece : pieces) {
     switch (st.type) {
       case pre_step::kind::split_regex:
-        split_by_spans(piece, find_all(*st.re, piece), st.behavior, st.invert, out);
+        split_by_spans(piece, find_all(*st.re, piece, budget), st.behavior, st.invert, out);
         break;
       case pre_step::kind::split_string: {
         std::vector<std::pair<std::size_t, std::size_t>> spans;
@@ -276,13 +289,21 @@ inline std::vector<std::string> apply_pre_step(const pre_step& st, const std::ve
       case pre_step::kind::byte_level: {
         // tokenizers adds the prefix space to every piece the earlier steps produced, not only the first.
         std::string p = (st.add_prefix_space && (piece.empty() || piece[0] != ' ')) ? " " + piece : piece;
-        if (st.use_regex) split_by_spans(p, find_all(byte_level_regex(), p), split_behavior::isolated, false, out);
+        if (st.use_regex)
+          split_by_spans(p, find_all(byte_level_regex(), p, budget), split_behavior::isolated, false, out);
         else out.push_back(std::move(p));
         break;
       }
     }
   }
   return out;
+}
+/// Applies one pre-tokenizer step to every piece, with a regex budget for those pieces alone.
+inline std::vector<std::string> apply_pre_step(const pre_step& st, const std::vector<std::string>& pieces) {
+  std::size_t bytes = 0;
+  for (const std::string& p : pieces) bytes += p.size();
+  regex_budget budget(bytes);
+  return apply_pre_step(st, pieces, budget);
 }
 
 /// GPT-2's table from bytes to printable code points: printable Latin-1 bytes map to themselves, the other 68
@@ -334,13 +355,24 @@ inline std::string token_string_to_bytes(std::string_view tok) {
   return out;
 }
 
-/// Trims Python white space (what jinja's `trim` filter removes) from both ends of a UTF-8 string.
+/// Trims Python white space (what jinja's `trim` filter removes) from both ends of a UTF-8 string; invalid bytes
+/// are not white space. Decodes only the characters it removes and the two it stops at.
 inline std::string_view python_strip(std::string_view s) {
-  const code_points cps(s);
-  std::size_t b = 0, e = cps.size();
-  while (b < e && is_python_space(cps.cp[b])) ++b;
-  while (e > b && is_python_space(cps.cp[e - 1])) --e;
-  return s.substr(cps.offset[b], cps.offset[e] - cps.offset[b]);
+  std::size_t b = 0, e = s.size();
+  std::uint32_t cp = 0;
+  std::size_t bad = 0;
+  while (b < e) {
+    const std::size_t n = utf8_decode(s, b, cp, bad);
+    if (!n || !is_python_space(cp)) break;
+    b += n;
+  }
+  while (e > b) {
+    std::size_t k = e - 1;  // the lead byte of the character that ends at e, if it is one
+    while (k > b && e - k < 4 && (static_cast<unsigned char>(s[k]) & 0xC0u) == 0x80u) --k;
+    if (utf8_decode(s, k, cp, bad) != e - k || !is_python_space(cp)) break;
+    e = k;
+  }
+  return s.substr(b, e - b);
 }
 
 }  // namespace detail
@@ -378,14 +410,16 @@ class tokenizer {
   /// \param text the input; added tokens such as `<|end_turn|>` written in it become their ids
   /// \param add_special_tokens apply the file's post-processor (Huginn's appends `<|end_text|>`); off by default
   ///        because prompts must not end in EOS
+  /// \throws muninn::error naming the pattern when the regex searches of this text spend their budget (regex_budget)
   std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens = false) const {
     std::vector<std::int32_t> ids;
+    regex_budget budget = regex_budget_for(text);
     for (const segment& seg : split_added(text)) {
       if (seg.id >= 0) {
         ids.push_back(seg.id);
         continue;
       }
-      for (const std::string& piece : pre_tokenize(text.substr(seg.begin, seg.end - seg.begin)))
+      for (const std::string& piece : pre_tokenize(text.substr(seg.begin, seg.end - seg.begin), budget))
         bpe(piece, ids);
     }
     if (add_special_tokens) {
@@ -449,10 +483,8 @@ class tokenizer {
 
   /// \brief The pre-tokenizer's pieces of `text` (no added-token matching), as raw bytes; for tests and debugging.
   std::vector<std::string> pre_tokenize(std::string_view text) const {
-    if (text.empty()) return {};  // tokenizers has no piece to add a prefix space to
-    std::vector<std::string> pieces{std::string(text)};
-    for (const detail::pre_step& st : steps_) pieces = detail::apply_pre_step(st, pieces);
-    return pieces;
+    regex_budget budget = regex_budget_for(text);
+    return pre_tokenize(text, budget);
   }
 
   /// \brief Renders a conversation with the Huginn chat template (as in the checkpoint's tokenizer_config.json).
@@ -516,6 +548,21 @@ class tokenizer {
   static constexpr std::size_t cache_max_piece = 256;
 
   tokenizer() : cache_(std::make_shared<bpe_cache>()) {}
+
+  // The regex budget of one text: every regex step searches all of it (a prefix space adds a byte per piece,
+  // which the budget's floor covers for short texts and the per-byte allowance for long ones).
+  regex_budget regex_budget_for(std::string_view text) const {
+    std::size_t passes = 0;
+    for (const detail::pre_step& st : steps_) passes += detail::runs_regex(st);
+    return regex_budget(text.size(), passes);
+  }
+
+  std::vector<std::string> pre_tokenize(std::string_view text, regex_budget& budget) const {
+    if (text.empty()) return {};  // tokenizers has no piece to add a prefix space to
+    std::vector<std::string> pieces{std::string(text)};
+    for (const detail::pre_step& st : steps_) pieces = detail::apply_pre_step(st, pieces, budget);
+    return pieces;
+  }
 
   const token_entry& entry(std::int32_t id) const {
     MUNINN_CHECK(id >= 0 && std::size_t(id) < tokens_.size() && tokens_[id].assigned, "token id ", id,

@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
+#include "muninn/io/mapped_file.hpp"
 #include "muninn/io/pickle.hpp"
 #include "muninn/io/zip.hpp"
 
@@ -51,10 +51,10 @@ inline std::size_t torch_dtype_size(std::string_view dtype) {
 }
 
 /// \brief True when `path` starts with the ZIP local-header magic "PK\x03\x04" (what torch.save writes).
+/// Refuses a path that is not a regular file, as every reader does (open_regular_file).
 inline bool starts_with_zip_magic(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char m[4] = {};
-  return in.read(m, 4) && m[0] == 'P' && m[1] == 'K' && m[2] == 3 && m[3] == 4;
+  const mapped_file f(path);
+  return f.size() >= 4 && f.view().substr(0, 4) == std::string_view("PK\x03\x04", 4);
 }
 
 /// \brief A memory-mapped torch.save file with its state dict resolved to tensors. Move-only.

@@ -3,13 +3,14 @@
 /// \brief Reading YAML configs (yaml-cpp) as hostile input: size and flow nesting are capped before
 /// the parser sees the text, aliases are never expanded, and every error names the file and key.
 
-#include <fstream>
+#include <cstddef>
 #include <sstream>
 #include <string>
 
 #include <yaml-cpp/yaml.h>
 
 #include "muninn/core/error.hpp"
+#include "muninn/io/json.hpp"
 
 namespace muninn::io {
 namespace detail {
@@ -33,15 +34,27 @@ inline YAML::Node yaml_at(const YAML::Node& root, const std::string& dotted) {
 
 // The parser recurses per level of flow nesting: cap it (and the size; a config is a few KB)
 // before yaml-cpp sees the text.
+inline constexpr std::size_t yaml_max_bytes = 1 << 20;
 inline void check_yaml_shape(const std::string& text, const std::string& path) {
-  constexpr std::size_t max_bytes = 1 << 20;
   constexpr int max_depth = 64;
-  MUNINN_CHECK(text.size() <= max_bytes, path, ": a YAML config of ", text.size(), " bytes (at most ", max_bytes,
-               " are read)");
+  MUNINN_CHECK(text.size() <= yaml_max_bytes, path, ": a YAML config of ", text.size(), " bytes (at most ",
+               yaml_max_bytes, " are read)");
   int depth = 0;
   for (char c : text) {
     depth += (c == '[' || c == '{') - (c == ']' || c == '}');
     MUNINN_CHECK(depth <= max_depth, path, ": YAML nested more than ", max_depth, " levels deep");
+  }
+}
+
+// A YAML file parsed whole; a path that is not a regular file, a file over yaml_max_bytes and text
+// nested too deeply are refused before yaml-cpp sees them.
+inline YAML::Node load_yaml_file(const std::string& path) {
+  const std::string text = read_text_file(path, yaml_max_bytes);
+  check_yaml_shape(text, path);
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(path, ": not valid YAML: ", e.what());
   }
 }
 
@@ -57,24 +70,6 @@ V yaml_value(const YAML::Node& root, const std::string& key, const std::string& 
     return n.as<V>();
   } catch (const YAML::Exception&) {
     fail(path, ": field '", key, "' has the value '", text, "' of the wrong type");
-  }
-}
-
-// The parsed document of a YAML file of at most 1 MiB (a config is a few KB).
-inline YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read YAML config '", path, "'");
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  MUNINN_CHECK(size >= 0 && size <= (1 << 20), path, ": a YAML config of ", size, " bytes (at most 1048576 are read)");
-  in.seekg(0);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  check_yaml_shape(text, path);
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(path, ": not valid YAML: ", e.what());
   }
 }
 

@@ -10,6 +10,7 @@
 #include "muninn/core/error.hpp"
 #include "muninn/families/llama/config.hpp"
 #include "muninn/io/config_json.hpp"
+#include "muninn/io/float_setting.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/families/mor/sharing_map.hpp"
 
@@ -36,6 +37,16 @@ inline double mor_number(const json& mor, const char* key, const std::string& pa
   return v->as_double();
 }
 
+// The router's float settings, checked where they are read (the field names differ between config.json's
+// block and the Hydra YAML): the router computes in float, dividing its input by temp and scaling its gate
+// by alpha, so both must be finite, and far enough from 0 and from overflow to mean something.
+inline double mor_temp(double v, const std::string& path, const std::string& name) {
+  return float_setting(v, 1e-6, 1e6, false, path, name);
+}
+inline double mor_alpha(double v, const std::string& path, const std::string& name) {
+  return float_setting(v, 0, 1e6, true, path, name);
+}
+
 // Checks the settings against each other: recursions, the strategy the router transforms support,
 // router kinds, a non-increasing capacity list of one entry per recursion.
 inline void check_mor_settings(const mor_settings& m, const std::string& path) {
@@ -55,7 +66,6 @@ inline void check_mor_settings(const mor_settings& m, const std::string& path) {
     MUNINN_CHECK(m.router_func == "softmax" || m.router_func == "sigmoid", path,
                  ": field 'mor.router_func' of a token-choice router must be softmax or sigmoid, got \"", m.router_func,
                  "\"");
-  MUNINN_CHECK(m.temp > 0, path, ": field 'mor.temp' must be > 0, got ", m.temp);
   if (m.type != "expert") return;
   MUNINN_CHECK(m.capacity.empty() || std::int64_t(m.capacity.size()) == m.recursions, path, ": field 'mor.capacity' has ",
                m.capacity.size(), " entries for ", m.recursions, " recursions");
@@ -82,8 +92,8 @@ inline mor_settings mor_settings_from_json(const json& mor, const std::string& p
   m.type = detail::mor_string(mor, "type", path, m.type);
   m.router_type = detail::mor_string(mor, "router_type", path, m.router_type);
   m.router_func = detail::mor_string(mor, "router_func", path, m.type == "token" ? "softmax" : "sigmoid");
-  m.alpha = detail::mor_number(mor, "alpha", path, m.type == "token" ? 1.0 : 0.1);
-  m.temp = detail::mor_number(mor, "temp", path, 1.0);
+  m.alpha = detail::mor_alpha(detail::mor_number(mor, "alpha", path, m.type == "token" ? 1.0 : 0.1), path, "mor.alpha");
+  m.temp = detail::mor_temp(detail::mor_number(mor, "temp", path, 1.0), path, "mor.temp");
   if (const json* c = mor.find("capacity"); c && !c->is_null()) {
     if (!c->is_array()) fail(path, ": field 'mor.capacity' must be a list of numbers");
     for (std::size_t i = 0; i < c->size(); ++i) {

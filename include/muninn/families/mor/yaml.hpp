@@ -74,14 +74,15 @@ inline mor_settings mor_settings_of(const YAML::Node& root, const std::string& p
   m.sharing = detail::yaml_value<std::string>(root, "recursive.sharing", path, m.sharing);
   m.type = detail::yaml_value<std::string>(root, "mor.type", path, m.type);
   m.router_type = detail::yaml_value<std::string>(root, "mor.router_type", path, m.router_type);
-  m.temp = detail::yaml_value<double>(root, "mor.temp", path, 1.0);
+  m.temp = detail::mor_temp(detail::yaml_value<double>(root, "mor.temp", path, 1.0), path, "mor.temp");
   const std::string sub = m.type == "token" ? "mor.token." : "mor.expert.";
   const YAML::Node func = detail::yaml_at(root, sub + "router_func");
   m.router_func = func.IsDefined() && func.IsNull()  // the reference's None: the gate is the raw logit
                       ? "none"
                       : detail::yaml_value<std::string>(root, sub + "router_func", path,
                                                         m.type == "token" ? "softmax" : "sigmoid");
-  m.alpha = detail::yaml_value<double>(root, sub + "alpha", path, m.type == "token" ? 1.0 : 0.1);
+  m.alpha = detail::mor_alpha(detail::yaml_value<double>(root, sub + "alpha", path, m.type == "token" ? 1.0 : 0.1),
+                              path, sub + "alpha");
   if (m.type == "token") m.router_bias = detail::yaml_value<std::string>(root, "mor.token.balancing", path, "loss") == "loss_free";
   if (m.type == "expert") m.capacity = detail::yaml_capacity(root, path);
   m.kv_sharing = detail::yaml_value<bool>(root, "kv_sharing.enable", path, false);

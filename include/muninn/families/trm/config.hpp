@@ -23,6 +23,7 @@
 #include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/io/checked.hpp"
 #include "muninn/io/config_json.hpp"
+#include "muninn/io/float_setting.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/yaml.hpp"
 
@@ -128,7 +129,7 @@ inline void check_trm_config(const trm_config& c, const std::string& path) {
                " is not a multiple of num_heads ", c.num_heads);
   MUNINN_CHECK(c.pos_encodings != "rope" || c.head_dim() % 2 == 0, path, ": RoPE needs an even head_dim, got ",
                c.head_dim());
-  MUNINN_CHECK(c.expansion > 0 && c.expansion <= 64, path, ": field 'expansion' is ", c.expansion);
+  float_setting(c.expansion, 0, 64, true, path, "arch.expansion");
   in("H_cycles", c.H_cycles, 1, 1 << 16);
   in("L_cycles", c.L_cycles, 1, 1 << 16);
   in("L_layers", c.L_layers, 1, L::max_layers);
@@ -146,8 +147,6 @@ inline void check_trm_config(const trm_config& c, const std::string& path) {
   MUNINN_CHECK(c.forward_dtype == "float32" || c.forward_dtype == "bfloat16", path, ": forward_dtype '",
                c.forward_dtype, "' (float32 or bfloat16)");
   MUNINN_CHECK(!(c.mlp_t && c.arch == trm_arch::hrm), path, ": HRM has no mlp_t variant");
-  MUNINN_CHECK(c.rms_norm_eps > 0, path, ": rms_norm_eps must be positive");
-  MUNINN_CHECK(c.rope_theta > 0, path, ": rope_theta must be positive");
 }
 
 }  // namespace detail
@@ -177,10 +176,13 @@ inline trm_config trm_arch_from_yaml(const std::string& path) {
     c.expansion = detail::yaml_required<double>(root, "arch.expansion", path);
     c.pos_encodings = detail::yaml_required<std::string>(root, "arch.pos_encodings", path);
     c.halt_max_steps = detail::yaml_required<std::int64_t>(root, "arch.halt_max_steps", path);
-    c.halt_exploration_prob = detail::yaml_value<double>(root, "arch.halt_exploration_prob", path, 0.1);
+    c.halt_exploration_prob = float_setting(detail::yaml_value<double>(root, "arch.halt_exploration_prob", path, 0.1),
+                                            0, 1, false, path, "arch.halt_exploration_prob");
     c.puzzle_emb_ndim = detail::yaml_value<std::int64_t>(root, "arch.puzzle_emb_ndim", path, 0);
-    c.rms_norm_eps = detail::yaml_value<float>(root, "arch.rms_norm_eps", path, 1e-5f);
-    c.rope_theta = detail::yaml_value<float>(root, "arch.rope_theta", path, 10000.0f);
+    c.rms_norm_eps = positive_float_setting(detail::yaml_value<double>(root, "arch.rms_norm_eps", path, 1e-5), path,
+                                            "arch.rms_norm_eps");
+    c.rope_theta = positive_float_setting(detail::yaml_value<double>(root, "arch.rope_theta", path, 10000.0), path,
+                                          "arch.rope_theta");
     c.forward_dtype = detail::yaml_value<std::string>(root, "arch.forward_dtype", path, "bfloat16");
     if (c.arch == trm_arch::trm) {
       c.mlp_t = detail::yaml_value<bool>(root, "arch.mlp_t", path, false);

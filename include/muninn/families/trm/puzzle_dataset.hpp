@@ -122,7 +122,9 @@ inline puzzle_metadata read_puzzle_metadata(const std::string& path) {
   m.total_groups = integer("total_groups", 0, INT64_MAX);
   const json& mean = field("mean_puzzle_examples");
   MUNINN_CHECK(mean.is_number(), path, ": field 'mean_puzzle_examples' must be a number, found ", mean.type_name());
-  m.mean_puzzle_examples = mean.as_double();
+  m.mean_puzzle_examples = mean.as_double();  // JSON numbers are finite; a mean count is not negative
+  MUNINN_CHECK(m.mean_puzzle_examples >= 0, path, ": field 'mean_puzzle_examples' is ", m.mean_puzzle_examples,
+               "; a mean count cannot be negative");
   if (root.find("total_puzzles")) m.total_puzzles = integer("total_puzzles", 0, INT64_MAX);
   const json& sets = field("sets");
   MUNINN_CHECK(sets.is_array() && sets.size() > 0, path, ": field 'sets' must be a non-empty list of names");
