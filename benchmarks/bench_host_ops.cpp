@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "muninn/ops/gemm_weight.hpp"
 #include "muninn/ops/ops.hpp"
 
 #if defined(MUNINN_BENCH_CBLAS)
@@ -206,6 +207,66 @@ void BM_gemv_cold(benchmark::State& st) {
       benchmark::Counter(double(count * N * K * 4), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// GEMM with a weight stored as fp32 (format 0), bf16 (1) or q8 (2). Args: format, M, N, K, threads.
+// weight_bytes/s counts the bytes of the format (q8: values and scales).
+void BM_weight_gemm(benchmark::State& st) {
+  const auto fmt = muninn::weight_format(st.range(0));
+  const i64 M = st.range(1), N = st.range(2), K = st.range(3);
+  const auto be = backend_for(st, 4);
+  const auto A = random_vec(std::size_t(M * K), 1);
+  const auto Bf = random_vec(std::size_t(N * K), 2);
+  const muninn::host_weight B(be, Bf.data(), N, K, K, fmt);
+  std::vector<float> C(std::size_t(M * N));
+  for (auto _ : st) {
+    muninn::gemm_nt(be, M, N, K, 1.0f, A.data(), K, B.view(), 0.0f, C.data(), N);
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["FLOP/s"] = benchmark::Counter(2.0 * double(M * N * K), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["weight_bytes/s"] = benchmark::Counter(double(B.bytes()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The decode GEMV on weights cold in DRAM (400 MB of [576, K] matrices of the format, each used
+// once per iteration, as in decode). Args: format, K, threads.
+void BM_weight_gemv_cold(benchmark::State& st) {
+  const auto fmt = muninn::weight_format(st.range(0));
+  const i64 K = st.range(1), N = 576;
+  const auto be = backend_for(st, 2);
+  const double bytes = double(N * K) * muninn::weight_format_bytes(fmt);
+  const i64 count = std::max<i64>(1, i64((400ll << 20) / bytes));
+  const auto src = random_vec(std::size_t(N * K), 3);
+  std::vector<muninn::host_weight> w;
+  for (i64 i = 0; i < count; ++i) w.emplace_back(be, src.data(), N, K, K, fmt);
+  const auto x = random_vec(std::size_t(K), 4);
+  std::vector<float> y(static_cast<std::size_t>(N));
+  for (auto _ : st)
+    for (const auto& m : w) {
+      muninn::gemm_nt(be, 1, N, K, 1.0f, x.data(), K, m.view(), 0.0f, y.data(), N);
+      benchmark::DoNotOptimize(y.data());
+    }
+  st.counters["weight_bytes/s"] = benchmark::Counter(double(count) * bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The machine's read bandwidth: a sum over 512 MB, split over the threads. Args: threads.
+void BM_stream_read(benchmark::State& st) {
+  const auto be = backend_for(st, 0);
+  const std::size_t n = std::size_t(128) << 20;
+  std::vector<float> v(n, 1.0f);
+  std::vector<double> part(64, 0.0);
+  for (auto _ : st) {
+    be.parallel_for(i64(n), i64(n) / 64, [&](i64 b, i64 e) {
+      float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+      for (i64 i = b; i + 8 <= e; i += 8) {
+        s0 += v[std::size_t(i)]; s1 += v[std::size_t(i + 1)]; s2 += v[std::size_t(i + 2)]; s3 += v[std::size_t(i + 3)];
+        s4 += v[std::size_t(i + 4)]; s5 += v[std::size_t(i + 5)]; s6 += v[std::size_t(i + 6)]; s7 += v[std::size_t(i + 7)];
+      }
+      part[std::size_t(b * 64 / i64(n))] = double(s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7);
+    });
+    benchmark::DoNotOptimize(part.data());
+  }
+  st.counters["bytes/s"] = benchmark::Counter(double(n * 4), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 using bench_fn = void (*)(benchmark::State&);
 
 // Registers `fn` once per argument list; the last argument is the thread count, which picks
@@ -250,6 +311,18 @@ void register_all() {
     for (i64 kernel : {0, 1}) cold.push_back({K, kernel});
   for (const auto& a : cold)
     benchmark::RegisterBenchmark("BM_gemv_cold", BM_gemv_cold)->Args(a)->ArgNames({"K", "kernel"})->Unit(benchmark::kMillisecond);
+  std::vector<std::vector<std::int64_t>> wg, wc;
+  for (i64 t : {1, 2})
+    for (i64 f : {0, 1, 2}) {
+      for (const auto& mnk : std::vector<std::vector<i64>>{
+               {1, 1536, 576}, {1, 576, 1536}, {1, 49152, 576}, {1, 5280, 5280}, {4, 1536, 576}, {8, 5280, 5280},
+               {128, 1536, 576}, {128, 576, 1536}, {128, 5280, 5280}, {512, 2048, 2048}})
+        wg.push_back({f, mnk[0], mnk[1], mnk[2], t});
+      for (i64 K : {576, 1536, 5280}) wc.push_back({f, K, t});
+    }
+  add("BM_weight_gemm", BM_weight_gemm, wg, {"format", "M", "N", "K", "threads"});
+  add("BM_weight_gemv_cold", BM_weight_gemv_cold, wc, {"format", "K", "threads"}, benchmark::kMillisecond);
+  add("BM_stream_read", BM_stream_read, {{1}, {2}}, {"threads"}, benchmark::kMillisecond);
   add("BM_rmsnorm", BM_rmsnorm, {{1, 5280, 1}, {128, 5280, 1}, {128, 5280, 2}}, {"rows", "cols", "threads"},
       benchmark::kNanosecond);
   add("BM_add_rmsnorm", BM_add_rmsnorm, {{1, 5280, 1}, {128, 5280, 2}}, {"rows", "cols", "threads"},

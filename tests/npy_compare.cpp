@@ -1,6 +1,8 @@
-// npy_compare A.npy B.npy TOL: exits 0 when shapes match and max |a - b| <= TOL (prints the max).
+// npy_compare A.npy B.npy TOL: exits 0 when shapes match and max |a - b| <= TOL (prints the max and
+// "argmax per row of B: i,j,..." for a 2-D B, the reference's greedy choice at each position).
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 
 #include "muninn/io/npy.hpp"
@@ -23,6 +25,17 @@ int main(int argc, char** argv) {
       if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
     }
     std::printf("max |diff| = %.3g\n", m);
+    if (b.shape.size() == 2 && b.shape[1] > 0) {
+      std::printf("argmax per row of B: ");
+      for (std::int64_t r = 0; r < b.shape[0]; ++r) {
+        const float* row = b.data.data() + r * b.shape[1];
+        std::int64_t best = 0;
+        for (std::int64_t v = 1; v < b.shape[1]; ++v)
+          if (row[v] > row[best]) best = v;
+        std::printf("%s%lld", r ? "," : "", (long long)best);
+      }
+      std::printf("\n");
+    }
     return m <= std::atof(argv[3]) ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "npy_compare: %s\n", e.what());

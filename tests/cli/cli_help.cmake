@@ -1,17 +1,19 @@
 # `muninn --help` and `muninn <command> --help` exit 0 and list every flag each command accepts;
 # every flag a help text names is one the command accepts (not "unknown flag").
 # Usage: cmake -DEXE=muninn -P cli_help.cmake
-set(flags_info --model)
-set(flags_forward --model --tokens --steps --init-state --seed --output --device --dtype)
+set(flags_info --model --config --ae)
+set(flags_forward --model --tokens --prompt --steps --init-state --seed --output --device --dtype --routing --show-depths)
 set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-state --seed --device --dtype --greedy
     --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
     --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps
-    --sampler --num-samples --max-draws --ae)
-set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed)
+    --sampler --num-samples --max-draws --ae --stream --ignore-eos --chat --system)
+set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed --halt-threshold)
+set(flags_score --model --data --steps --init-state --seed --routing --config)
+set(flags_tokenize --model --text --chat --system)
 set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config --ae)
 set(flags_ae --model --tokens --prompt --ae)
-set(flags_solve --model --data --max-steps --halt --show --limit --batch)
-set(commands info forward generate demo eval ae solve)
+set(flags_solve --model --data --max-steps --halt --halt-threshold --show --limit --batch)
+set(commands info forward generate score demo eval ae solve tokenize)
 
 # help(<out> <arg>...): stdout of `EXE <arg>...`, which must exit 0 and print "usage: muninn".
 function(help out)
@@ -44,6 +46,7 @@ foreach(cmd ${commands})
   # The converse: a flag the help names must not be rejected as unknown.
   string(REGEX MATCHALL "(^|[ [(|,])--[a-z][a-z-]+" named "${text}")
   list(TRANSFORM named REPLACE "^[ [(|,]" "")
+  list(TRANSFORM named STRIP)
   list(REMOVE_DUPLICATES named)
   list(REMOVE_ITEM named --help)
   foreach(flag ${named})

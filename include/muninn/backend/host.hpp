@@ -138,13 +138,7 @@ struct host_backend {
   }
 
   /// \brief Chunks per thread of a parallel_for (see there).
-  static std::int64_t chunks_per_thread() {
-    static const std::int64_t k = [] {
-      const char* s = std::getenv("MUNINN_CHUNKS_PER_THREAD");
-      return s ? std::max<std::int64_t>(1, std::atoll(s)) : std::int64_t(4);
-    }();
-    return k;
-  }
+  static constexpr std::int64_t chunks_per_thread() { return 4; }
 };
 
 }  // namespace muninn

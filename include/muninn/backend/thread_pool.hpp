@@ -68,12 +68,8 @@ class spinner {
     spin_pause();
     if ((++n_ & 63) != 0) return true;
     if (std::chrono::steady_clock::now() > until_) return false;
-    if (yield_enabled()) std::this_thread::yield();
+    std::this_thread::yield();
     return true;
-  }
-  static bool yield_enabled() {
-    static const bool y = [] { const char* s = std::getenv("MUNINN_SPIN_YIELD"); return !s || *s != '0'; }();
-    return y;
   }
 
  private:

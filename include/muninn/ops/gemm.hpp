@@ -205,7 +205,7 @@ inline void gemm_pack_a(const float* A, std::int64_t lda, std::int64_t mc, std::
 
 /// \brief Outer-product micro-kernel: an (NV·W) x NR tile of C held transposed in registers.
 template <int NV>
-MUNINN_INLINE void gemm_micro(std::int64_t kc, const float* ap, const float* const* brow, std::int64_t k0, int mrem,
+MUNINN_INLINE void gemm_micro(std::int64_t kc, const float* ap, const float* const* brow, int mrem,
                               int nrem, float* C, std::int64_t ldc, float alpha, float beta, bool first) {
   constexpr int W = simd_width, NR = gemm_tiling::nr, MR = gemm_tiling::mr;
   vfloat c[NR][NV];
@@ -215,7 +215,7 @@ MUNINN_INLINE void gemm_micro(std::int64_t kc, const float* ap, const float* con
     for (int v = 0; v < NV; ++v) c[j][v] = vfloat{};
   const float* b[NR];
   MUNINN_UNROLL
-  for (int j = 0; j < NR; ++j) b[j] = brow[j] + k0;
+  for (int j = 0; j < NR; ++j) b[j] = brow[j];
   const auto step = [&](std::int64_t k) {
     vfloat a[NV];
     MUNINN_UNROLL
@@ -263,11 +263,24 @@ inline float* gemm_pack_buffer(std::size_t floats) {
   return reinterpret_cast<float*>(buf.data());
 }
 
+/// \brief B's rows for the blocked GEMM when B is an fp32 matrix: pointers straight into it.
+struct gemm_f32_rows {
+  const float* B;   ///< [N, K]
+  std::int64_t ldb;  ///< row stride of B
+  /// \brief Points rows[j] at row n + j of B from column k0 on (rows past the end repeat the last).
+  MUNINN_INLINE void operator()(std::int64_t n, int nrem, std::int64_t k0, std::int64_t, const float** rows) const {
+    for (int j = 0; j < gemm_tiling::nr; ++j) rows[j] = B + (n + std::min(j, nrem - 1)) * ldb + k0;
+  }
+};
+
 /// \brief Blocked GEMM on the sub-problem rows [m0, m1) x columns [n0, n1), single thread, with
-/// K blocks of `kc` (gemm_choose_kc of the whole call).
-inline void gemm_blocked(std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1, std::int64_t K,
-                         std::int64_t kc_all, float alpha, const float* A, std::int64_t lda, const float* B,
-                         std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+/// K blocks of `kc` (gemm_choose_kc of the whole call). `b_rows(n, nrem, k0, kc, rows)` points
+/// rows[0..NR) at fp32 rows n.. of B over columns [k0, k0 + kc) (gemm_f32_rows; a weight in
+/// another format converts a strip into a buffer).
+template <class BRows>
+void gemm_blocked_rows(std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1, std::int64_t K,
+                       std::int64_t kc_all, float alpha, const float* A, std::int64_t lda, const BRows& b_rows,
+                       float beta, float* C, std::int64_t ldc) {
   constexpr int W = simd_width, NR = gemm_tiling::nr, MR = gemm_tiling::mr;
   const gemm_blocks blk = gemm_choose_blocks(m1 - m0, kc_all);
   const std::int64_t KC = blk.kc, MC = blk.mc;
@@ -281,21 +294,61 @@ inline void gemm_blocked(std::int64_t m0, std::int64_t m1, std::int64_t n0, std:
       for (std::int64_t n = n0; n < n1; n += NR) {
         const int nrem = int(std::min<std::int64_t>(NR, n1 - n));
         const float* rows[NR];
-        for (int j = 0; j < NR; ++j) rows[j] = B + (n + std::min(j, nrem - 1)) * ldb;
+        b_rows(n, nrem, k0, kc, rows);
         for (std::int64_t p = 0; p < mc; p += MR) {
           const int mrem = int(std::min<std::int64_t>(MR, mc - p));
           float* c = C + (mb + p) * ldc + n;
           const float* a = ap + p * kc;
           // Narrower kernels for the last panel avoid computing up to 2/3 padding.
           if (mrem > 2 * W || gemm_tiling::max_nv == 2)
-            gemm_micro<gemm_tiling::max_nv>(kc, a, rows, k0, mrem, nrem, c, ldc, alpha, beta, first);
+            gemm_micro<gemm_tiling::max_nv>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
           else if (mrem > W)
-            gemm_micro<2>(kc, a, rows, k0, mrem, nrem, c, ldc, alpha, beta, first);
+            gemm_micro<2>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
           else
-            gemm_micro<1>(kc, a, rows, k0, mrem, nrem, c, ldc, alpha, beta, first);
+            gemm_micro<1>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
         }
       }
     }
+  }
+}
+
+/// \brief The threaded blocked GEMM (M > 8) with B's rows from `b_rows` (see gemm_blocked_rows).
+///
+/// Threads split N into tiles of NR columns, or M into panels when N is too narrow to share.
+/// K blocks are rounded up to a multiple of `kc_align` (a q8 weight's block).
+template <class BRows>
+void gemm_large_m(const host_backend& be, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                  std::int64_t lda, const BRows& b_rows, float beta, float* C, std::int64_t ldc,
+                  std::int64_t kc_align = 1) {
+  constexpr std::int64_t NR = gemm_tiling::nr, MR = gemm_tiling::mr;
+  const std::int64_t ntiles = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
+  const std::int64_t threads = be.threads();
+  const std::int64_t kc = std::min(K, (gemm_choose_kc(M, K) + kc_align - 1) / kc_align * kc_align);
+  // Work per task should dwarf packing A (M·K per task) and the fork/join.
+  if (ntiles >= 8 * threads || ntiles >= mpanels) {
+    const std::int64_t grain = std::max<std::int64_t>(1, 262144 / (M * K * NR));
+    be.parallel_for(ntiles, grain, [&](std::int64_t b, std::int64_t e) {
+      gemm_blocked_rows(0, M, b * NR, std::min(N, e * NR), K, kc, alpha, A, lda, b_rows, beta, C, ldc);
+    });
+  } else {
+    be.parallel_for(mpanels, 1, [&](std::int64_t b, std::int64_t e) {
+      gemm_blocked_rows(b * MR, std::min(M, e * MR), 0, N, K, kc, alpha, A, lda, b_rows, beta, C, ldc);
+    });
+  }
+}
+
+/// \brief gemm_small_m for a run-time M in [2, 8] over columns [n0, n1).
+inline void gemm_small_m_of(std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K, float alpha,
+                            const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                            std::int64_t ldc) {
+  switch (M) {
+    case 2: gemm_small_m<2>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+    case 3: gemm_small_m<3>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+    case 4: gemm_small_m<4>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+    case 5: gemm_small_m<5>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+    case 6: gemm_small_m<6>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+    case 7: gemm_small_m<7>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
+    default: gemm_small_m<8>(n0, n1, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
   }
 }
 
@@ -336,40 +389,18 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
     // Each thread takes a slice of N; ~64k multiply-adds per slice make the fork worth it.
     const std::int64_t grain = std::max<std::int64_t>(8, 65536 / (K * M));
     be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) {
-      switch (M) {
-        case 1:
-          // Short rows: one sequential stream. Long rows (K > 3072): the 8-row tile, whose
-          // interleaved streams keep more pages in flight (BM_gemv_cold: 23 vs 17 GB/s at K = 5280).
-          if (K <= detail::gemv_rows_max_k)
-            detail::gemv_rows(b, e, K, alpha, A, B, ldb, beta, C);
-          else
-            detail::gemm_small_m<1>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
-          break;
-        case 2: detail::gemm_small_m<2>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-        case 3: detail::gemm_small_m<3>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-        case 4: detail::gemm_small_m<4>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-        case 5: detail::gemm_small_m<5>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-        case 6: detail::gemm_small_m<6>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-        case 7: detail::gemm_small_m<7>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-        default: detail::gemm_small_m<8>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc); break;
-      }
+      if (M > 1)
+        detail::gemm_small_m_of(M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      else if (K <= detail::gemv_rows_max_k)
+        // Short rows: one sequential stream. Long rows (K > 3072): the 8-row tile, whose
+        // interleaved streams keep more pages in flight (BM_gemv_cold: 23 vs 17 GB/s at K = 5280).
+        detail::gemv_rows(b, e, K, alpha, A, B, ldb, beta, C);
+      else
+        detail::gemm_small_m<1>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
     });
     return;
   }
-  constexpr std::int64_t NR = detail::gemm_tiling::nr, MR = detail::gemm_tiling::mr;
-  const std::int64_t ntiles = (N + NR - 1) / NR, mpanels = (M + MR - 1) / MR;
-  const std::int64_t threads = be.threads(), kc = detail::gemm_choose_kc(M, K);
-  // Work per task should dwarf packing A (M·K per task) and the fork/join.
-  if (ntiles >= 8 * threads || ntiles >= mpanels) {
-    const std::int64_t grain = std::max<std::int64_t>(1, 262144 / (M * K * NR));
-    be.parallel_for(ntiles, grain, [&](std::int64_t b, std::int64_t e) {
-      detail::gemm_blocked(0, M, b * NR, std::min(N, e * NR), K, kc, alpha, A, lda, B, ldb, beta, C, ldc);
-    });
-  } else {
-    be.parallel_for(mpanels, 1, [&](std::int64_t b, std::int64_t e) {
-      detail::gemm_blocked(b * MR, std::min(M, e * MR), 0, N, K, kc, alpha, A, lda, B, ldb, beta, C, ldc);
-    });
-  }
+  detail::gemm_large_m(be, M, N, K, alpha, A, lda, detail::gemm_f32_rows{B, ldb}, beta, C, ldc);
 }
 
 }  // namespace muninn

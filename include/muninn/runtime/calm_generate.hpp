@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "muninn/core/error.hpp"
@@ -28,6 +29,9 @@ struct calm_generate_options {
   std::int64_t max_draws = std::int64_t(1) << 20;  ///< bound of the exact sampler's head samples per step
   std::int64_t draw_batch = 64;    ///< head samples the exact sampler asks for at once (no effect on results)
   std::uint64_t seed = 0;          ///< the run's seed: every random number is a counter-based draw of it
+  /// Called with each generated chunk (K ids, [PAD] included) as soon as it is drawn; returning
+  /// false ends the generation after it (cancellation, streaming). Empty: no call.
+  std::function<bool(const std::vector<std::int32_t>& chunk)> on_chunk;
 };
 
 /// \brief What a CALM generation produced.
@@ -107,7 +111,8 @@ calm_generation generate_calm(calm_model<Backend, T>& m, const std::vector<std::
     g.draws.push_back(draws);
     g.padded.insert(g.padded.end(), chunk.begin(), chunk.end());
     g.stopped_at_eos = c.eos_id >= 0 && std::find(chunk.begin(), chunk.end(), std::int32_t(c.eos_id)) != chunk.end();
-    if (g.stopped_at_eos || std::int64_t(g.padded.size()) >= o.max_length) break;
+    const bool go_on = !o.on_chunk || o.on_chunk(chunk);
+    if (!go_on || g.stopped_at_eos || std::int64_t(g.padded.size()) >= o.max_length) break;
     h = m.hidden(ctx, chunk, logits_for::last);
   }
   for (std::int32_t t : g.padded)

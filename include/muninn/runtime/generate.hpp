@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "muninn/model/model.hpp"
@@ -21,6 +22,10 @@ struct generate_options {
   std::vector<std::int32_t> stop_ids;  ///< generation ends after producing one of these
   std::int64_t draft_steps = 0;        ///< self-speculative decoding: recurrences of the draft (0: off)
   std::int64_t lookahead = 0;          ///< self-speculative decoding: tokens drafted per verification
+  /// Called with each new token as soon as it is final, and the recurrence steps that chose it;
+  /// returning false ends the generation after that token (a front end's cancellation or a
+  /// streaming client that went away). Empty: no call.
+  std::function<bool(std::int32_t token, std::int32_t steps)> on_token;
 };
 
 /// \brief What a generation produced.
@@ -79,7 +84,8 @@ generate_result generate(const Model& m, typename Model::context_type& ctx, cons
     if (!speculative) res.last_logits = logits;
     res.tokens.push_back(t);
     res.steps.push_back(steps);
-    return detail::is_stop(opt, t) || std::int64_t(res.tokens.size()) >= opt.max_new_tokens;
+    const bool go_on = !opt.on_token || opt.on_token(t, steps);
+    return !go_on || detail::is_stop(opt, t) || std::int64_t(res.tokens.size()) >= opt.max_new_tokens;
   };
   if (emit(next, last_steps)) return res;
   while (true) {

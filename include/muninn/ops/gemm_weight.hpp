@@ -1,0 +1,102 @@
+#pragma once
+/// \file
+/// \brief Host GEMM with a weight in any storage format: C = alpha·A·Bᵀ + beta·C, A and C fp32.
+///
+/// fp32 weights go to gemm_nt's own kernels. bf16 and q8 weights:
+/// - M = 1 (decode): a GEMV that reads each weight once and widens it in registers
+///   (ops/lowp_kernels.hpp, the widest instruction set this CPU runs).
+/// - 2 <= M <= 8: a few rows of B at a time widened into an L1-sized fp32 buffer, then the fp32
+///   dot-product tiles: the conversion is paid once for all M rows.
+/// - M > 8 (prefill): the fp32 blocked GEMM, each strip of NR rows of B widened into a buffer
+///   once per K block and reused by every row panel of A.
+/// Every sum is fp32 in an order fixed by the shapes, so results do not depend on the thread count.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "muninn/backend/host.hpp"
+#include "muninn/core/error.hpp"
+#include "muninn/ops/gemm.hpp"
+#include "muninn/ops/lowp_kernels.hpp"
+#include "muninn/ops/weight.hpp"
+
+namespace muninn {
+namespace detail {
+
+/// \brief The calling thread's fp32 buffer for widened weights, grown on demand.
+inline float* lowp_buffer(std::size_t floats) {
+  static thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+/// \brief B's rows for gemm_blocked_rows from a bf16 or q8 weight: each strip widened into a buffer.
+struct gemm_lowp_rows {
+  weight_view B;             ///< the weight
+  lowp::kernels k;           ///< the active level's kernels
+  /// \brief Widens rows [n, n + nrem) over columns [k0, k0 + kc) and points rows[] at them.
+  void operator()(std::int64_t n, int nrem, std::int64_t k0, std::int64_t kc, const float** rows) const {
+    float* buf = lowp_buffer(std::size_t(gemm_tiling::nr * kc));
+    k.to_f32(B, n, n + nrem, k0, k0 + kc, buf, kc);
+    for (int j = 0; j < gemm_tiling::nr; ++j) rows[j] = buf + std::min(j, nrem - 1) * kc;
+  }
+};
+
+}  // namespace detail
+
+/// \brief C[M,N] = alpha · A[M,K] · B[N,K]ᵀ + beta · C on the host; B in any weight_format.
+///
+/// With beta == 0 the old contents of C are never read. For a q8 weight, B.ld is a multiple of 32
+/// (host_weight sees to it).
+/// \param be    the host backend (thread count)
+/// \param M     rows of A and C
+/// \param N     rows of B, columns of C
+/// \param K     columns of A and B
+/// \param alpha scale of the product
+/// \param A     [M, K] fp32 with row stride lda >= K
+/// \param lda   row stride of A in elements
+/// \param B     the weight [N, K] (ld >= K)
+/// \param beta  scale of C's old contents (0: ignore them)
+/// \param C     [M, N] output with row stride ldc >= N; must not overlap A or B
+/// \param ldc   row stride of C in elements
+inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                    const float* A, std::int64_t lda, const weight_view& B, float beta, float* C, std::int64_t ldc) {
+  if (B.format == weight_format::f32) {
+    gemm_nt(be, M, N, K, alpha, A, lda, static_cast<const float*>(B.data), B.ld, beta, C, ldc);
+    return;
+  }
+  MUNINN_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm_nt: negative size M=", M, " N=", N, " K=", K);
+  MUNINN_CHECK(lda >= K && B.ld >= K && ldc >= N, "gemm_nt: leading dimension too small (lda=", lda, ", ldb=", B.ld,
+               ", ldc=", ldc, " for M=", M, " N=", N, " K=", K, ")");
+  MUNINN_CHECK(B.format != weight_format::q8 || B.ld % q8_block == 0, "gemm_nt: a q8 weight's row stride ", B.ld,
+               " is not a multiple of ", q8_block);
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) {  // the same result as fp32: no weight is read
+    gemm_nt(be, M, N, K, alpha, A, lda, static_cast<const float*>(nullptr), K, beta, C, ldc);
+    return;
+  }
+  const detail::lowp::kernels k = detail::lowp::active();
+  if (M == 1) {
+    const std::int64_t grain = std::max<std::int64_t>(8, 65536 / K);
+    be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv(B, b, e, K, alpha, A, beta, C); });
+    return;
+  }
+  if (M <= 8) {
+    // Rows of B per widened group: about 32 KiB of fp32 (L1), at least the 4 of a dot tile.
+    const std::int64_t group = std::max<std::int64_t>(4, 8192 / K / 4 * 4);
+    const std::int64_t grain = std::max<std::int64_t>(8, 65536 / (K * M));
+    be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) {
+      float* buf = detail::lowp_buffer(std::size_t(group * K));
+      for (std::int64_t n = b; n < e; n += group) {
+        const std::int64_t g = std::min(group, e - n);
+        k.to_f32(B, n, n + g, 0, K, buf, K);
+        detail::gemm_small_m_of(M, 0, g, K, alpha, A, lda, buf, K, beta, C + n, ldc);
+      }
+    });
+    return;
+  }
+  detail::gemm_large_m(be, M, N, K, alpha, A, lda, detail::gemm_lowp_rows{B, k}, beta, C, ldc, q8_block);
+}
+
+}  // namespace muninn

@@ -1,0 +1,100 @@
+#pragma once
+/// \file
+/// \brief The run-time-dispatched kernels that read bf16 and q8 weights: the decode GEMV and the
+/// conversion of a block of weights to fp32, each compiled for every host_isa level.
+///
+/// One body (ops/lowp_kernels_body.inc) is included once per level, in a namespace of its own and
+/// under that level's `#pragma GCC target`, so the same source becomes SSE2/NEON, AVX2 and
+/// AVX-512 code in one binary (the int8 widening uses the level's instructions: vector extensions
+/// alone make GCC convert lane by lane). Weights are widened in registers (bf16: a
+/// 16-bit shift; q8: sign-extend and convert, then the block's scale) and every product and sum is
+/// fp32: the activations are never rounded. (AVX-512 BF16's dot-product instruction would need the
+/// activations in bf16, a precision loss that buys nothing in a GEMV bound by weight bytes.)
+
+#include <cstdint>
+#include <cstring>
+
+#include "muninn/backend/host_isa.hpp"
+#include "muninn/core/dtype.hpp"
+#include "muninn/core/macros.hpp"
+#include "muninn/ops/q8_math.hpp"
+#include "muninn/ops/weight.hpp"
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDACC__)
+/// \brief Defined when the AVX2 and AVX-512 levels are compiled (x86 with GCC or Clang, not under nvcc).
+#define MUNINN_LOWP_X86 1
+#include <immintrin.h>
+#endif
+
+/// \brief How the level bodies inline their helpers.
+#define MUNINN_LOWP_INLINE MUNINN_INLINE
+
+namespace muninn {
+namespace detail {
+namespace lowp {
+
+/// \brief The generic level: the translation unit's own target, 4 lanes.
+namespace generic {
+inline constexpr int W = 4;
+#define MUNINN_LOWP_LEVEL 0
+#include "muninn/ops/lowp_kernels_body.inc"
+#undef MUNINN_LOWP_LEVEL
+}  // namespace generic
+
+#if defined(MUNINN_LOWP_X86)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+/// \brief The AVX2 level: AVX2 + FMA, 8 lanes.
+namespace avx2 {
+inline constexpr int W = 8;
+#define MUNINN_LOWP_LEVEL 1
+#include "muninn/ops/lowp_kernels_body.inc"
+#undef MUNINN_LOWP_LEVEL
+}  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))), apply_to = function)
+#else
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma")
+#endif
+/// \brief The AVX-512 level: AVX-512 F/BW/VL, 16 lanes.
+namespace avx512 {
+inline constexpr int W = 16;
+#define MUNINN_LOWP_LEVEL 2
+#include "muninn/ops/lowp_kernels_body.inc"
+#undef MUNINN_LOWP_LEVEL
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+/// \brief The kernels of one level (function pointers: the level is chosen at run time).
+struct kernels {
+  void (*gemv)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const float*, float, float*);
+  void (*to_f32)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
+};
+
+/// \brief The kernels of the active level (host_isa_active()).
+inline kernels active() {
+#if defined(MUNINN_LOWP_X86)
+  switch (host_isa_active()) {
+    case host_isa::avx512: return {avx512::gemv, avx512::to_f32};
+    case host_isa::avx2: return {avx2::gemv, avx2::to_f32};
+    default: break;
+  }
+#endif
+  return {generic::gemv, generic::to_f32};
+}
+
+}  // namespace lowp
+}  // namespace detail
+}  // namespace muninn

@@ -1,0 +1,117 @@
+# Every default that `muninn <command> --help` states is the default the code uses: for each flag
+# whose help says "(default X)", the command's output with the flag left out equals its output with
+# `--flag X` given (same exit status, same stdout). A default stated in words, "(default: ...)",
+# depends on the model: each is listed below with the value it stands for on the base model, or
+# the test fails (so a new default cannot go unchecked).
+# Usage: cmake -DEXE=muninn -DDATA=<tests/data> -DCLI_DATA=<tests/cli/data> -DEXAMPLES=<examples/models>
+#              -P cli_help_defaults.cmake
+
+set(tiny ${DATA}/huginn/tiny_f32)  # mean_recurrence 4, a 2-layer core
+set(mor ${DATA}/mor/expert_mcyc_r3_linear_sigmoid)
+set(calm --model ${DATA}/calm/calm --ae ${DATA}/calm/ae --tokens 12,50,30,27,29 --max-new-tokens 8)
+set(trm ${DATA}/trm/trm_mlpt_f32)
+
+# The base call of each command, and per-flag calls where the flag applies to another family or
+# needs another flag to take effect.
+set(base_forward forward --model ${tiny} --tokens 1,2,3)
+set(base_forward_routing forward --model ${mor} --tokens 1,2,3 --show-depths)
+set(base_generate generate --model ${tiny} --tokens 1,2,3 --max-new-tokens 3 --show-steps)
+set(base_generate_routing generate --model ${mor} --tokens 1,2,3 --max-new-tokens 3 --show-depths)
+foreach(f exit-threshold min-steps max-steps check-every prefill-exit exit-parity)
+  set(base_generate_${f} ${base_generate} --exit kl)
+endforeach()
+set(base_generate_lookahead ${base_generate} --draft-steps 2)
+foreach(f top-k top-p min-p repetition-penalty)
+  set(base_generate_${f} ${base_generate} --temperature 0.7)
+endforeach()
+set(base_generate_temperature ${base_generate} --top-k 0)
+foreach(f inner-recurrence headway max-wavefront ema-embeds state-noise-mixing freeze freeze-threshold cache-lookup)
+  set(base_generate_${f} ${base_generate} --sampler parallel)
+endforeach()
+set(base_generate_num-samples generate ${calm} --temperature 0.5)
+set(base_generate_max-draws generate ${calm} --temperature 0.5 --sampler exact)
+set(base_score score --model ${tiny} --data ${CLI_DATA}/mor_score.txt)
+set(base_score_routing score --model ${mor} --data ${CLI_DATA}/mor_score.txt)
+set(base_eval eval --model ${tiny} --data ${CLI_DATA}/mor_score.txt --metric brierlm --block-size 12)
+set(base_eval_block-size eval --model ${tiny} --data ${CLI_DATA}/mor_score.txt --metric brierlm)
+set(base_demo demo --problems 8 --depths 1,2)
+set(base_demo_problems demo --depths 1 --max-steps 2)
+set(base_demo_depths demo --problems 8)
+set(base_demo_halt-threshold demo --model ${EXAMPLES}/trm_sudoku --problems 64)
+set(base_solve solve --model ${trm} --data ${DATA}/trm/data/sudoku4 --limit 4)
+set(base_solve_halt-threshold ${base_solve} --halt q)
+set(base_solve_limit solve --model ${trm} --data ${DATA}/trm/data/sudoku4)
+
+# What each "(default: ...)" stands for on its base call ("-" : the option is off unless given).
+set(note_forward_steps 4)
+set(note_generate_steps 4)
+set(note_score_steps 4)
+set(note_eval_steps 4)
+set(note_generate_exit-threshold 5e-4)
+set(note_generate_max-steps 4)
+set(note_generate_draft-steps -)
+set(note_generate_sampler plain)
+set(note_generate_cache-lookup latest-m4-compress-s2)
+set(note_eval_max-blocks 2)
+set(note_demo_problems 200)
+set(note_demo_model -)  # the shipped model: the output names its path
+set(note_solve_max-steps 16)
+set(note_solve_halt-threshold 0)
+set(note_solve_limit 8)  # the split holds 8 examples
+file(READ ${EXAMPLES}/trm_sudoku/expected.json trm_expected)
+string(JSON note_demo_halt-threshold ERROR_VARIABLE no_threshold GET "${trm_expected}" halt_threshold)
+if(no_threshold)
+  set(note_demo_halt-threshold -)
+endif()
+
+# run(<out> <args>...): "rc <code>\n<stdout>" with solve's wall-clock line removed.
+function(run out)
+  execute_process(COMMAND ${EXE} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  string(REGEX REPLACE "time: [^\n]*\n" "" o "${o}")
+  set(${out} "rc ${rc}\n${o}" PARENT_SCOPE)
+endfunction()
+
+set(checked 0)
+foreach(cmd forward generate score eval demo solve)
+  execute_process(COMMAND ${EXE} ${cmd} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "muninn ${cmd} --help: exit code ${rc}")
+  endif()
+  string(REGEX REPLACE "\n                              " " " help "${help}")  # a wrapped flag line
+  string(REPLACE ";" "," help "${help}")
+  string(REPLACE "\n" ";" lines "${help}")
+  foreach(line ${lines})
+    if(NOT line MATCHES "^  (--[a-z-]+)[^(]*\\(default(:?) ([^)]*)\\)")
+      continue()
+    endif()
+    set(flag ${CMAKE_MATCH_1})
+    set(words "${CMAKE_MATCH_2}")
+    set(value "${CMAKE_MATCH_3}")
+    string(SUBSTRING ${flag} 2 -1 name)
+    if(words)  # a default in words: its value on the base call
+      if(NOT DEFINED note_${cmd}_${name})
+        message(FATAL_ERROR "muninn ${cmd} --help: ${flag} (default: ${value}) has no value in cli_help_defaults.cmake")
+      endif()
+      set(value "${note_${cmd}_${name}}")
+      if(value STREQUAL "-")
+        continue()
+      endif()
+    endif()
+    if(DEFINED base_${cmd}_${name})
+      set(call ${base_${cmd}_${name}})
+    else()
+      set(call ${base_${cmd}})
+    endif()
+    run(without ${call})
+    run(with ${call} ${flag} ${value})
+    if(NOT without STREQUAL with)
+      message(FATAL_ERROR "muninn ${cmd}: ${flag} ${value}, its stated default, changes the output of\n"
+                          "  muninn ${call}\nwithout it:\n${without}\nwith it:\n${with}")
+    endif()
+    math(EXPR checked "${checked} + 1")
+  endforeach()
+endforeach()
+if(checked LESS 30)
+  message(FATAL_ERROR "only ${checked} defaults were checked: the help format changed?")
+endif()
+message(STATUS "${checked} stated defaults are the defaults the code uses")

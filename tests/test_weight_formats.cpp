@@ -1,0 +1,229 @@
+// Weights stored as bf16 and q8: the q8 block format's guarantees, host_weight's conversions and
+// errors, and gemm_nt on such weights against the double-precision reference GEMM run on the very
+// weights the kernel reads (widened exactly), on every instruction-set path this CPU has
+// (generic, AVX2, AVX-512: set_host_isa_limit), at several thread counts.
+// Tolerance: as for fp32 GEMM, |C - ref| <= 1e-5 · Σ|alpha·a·b| + |beta·c| (fp32 summation error).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "muninn/ops/gemm_weight.hpp"
+#include "muninn/ops/reference/gemm.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using muninn::host_backend;
+using muninn::weight_format;
+using i64 = std::int64_t;
+using muninn_test::random_vec;
+
+// ------------------------------------------------------------------------------ the q8 block
+
+TEST(Q8Block, ScaleIsTheSmallestBf16AtLeastAmaxOver127AndErrorsAreHalfAStep) {
+  std::vector<std::vector<float>> blocks;
+  for (std::uint32_t seed = 1; seed <= 200; ++seed) blocks.push_back(random_vec(32, seed, -0.2f, 0.2f));
+  blocks.push_back(std::vector<float>(32, 0.0f));
+  blocks.push_back(random_vec(32, 999, -1e-30f, 1e-30f));  // would underflow an fp16 scale
+  blocks.push_back(random_vec(32, 998, -3e30f, 3e30f));
+  std::vector<float> one_big(32, 1e-3f);
+  one_big[5] = -7.0f;
+  blocks.push_back(one_big);
+  for (const auto& x : blocks) {
+    std::int8_t q[32];
+    const float d = muninn::to_float(muninn::q8_quantize_block(x.data(), 32, q));
+    double amax = 0;
+    for (float v : x) amax = std::max(amax, std::fabs(double(v)));
+    ASSERT_GE(double(d), amax / 127.0);
+    ASSERT_LE(double(d), amax / 127.0 * (1.0 + 1.0 / 128.0) + 1e-45);
+    for (int i = 0; i < 32; ++i) {
+      ASSERT_GE(q[i], -127);
+      ASSERT_LE(q[i], 127);
+      ASSERT_LE(std::fabs(double(x[std::size_t(i)]) - double(q[i]) * d), 0.5 * double(d) * (1 + 1e-6))
+          << "element " << i << " of a block with amax " << amax;
+    }
+  }
+}
+
+TEST(Q8Block, APartialBlockIsPaddedWithZeros) {
+  const auto x = random_vec(32, 5);
+  std::int8_t q[32];
+  std::memset(q, 99, sizeof(q));
+  muninn::q8_quantize_block(x.data(), 13, q);
+  for (int i = 13; i < 32; ++i) EXPECT_EQ(q[i], 0) << i;
+}
+
+TEST(Q8Block, Bf16RoundUp) {
+  for (float x : {1.0f, 1.0000001f, 3.14159f, 1e-30f, 7.5e20f, 0.0f}) {
+    const float up = muninn::to_float(muninn::bf16_round_up(x));
+    EXPECT_GE(up, x);
+    // The bf16 just below is below x: up is the smallest.
+    const muninn::bf16 below{std::uint16_t(muninn::bf16_round_up(x).bits - 1)};
+    if (x > 0) {
+      EXPECT_LT(muninn::to_float(below), x) << x;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------ host_weight
+
+TEST(HostWeight, FormatsNamesAndErrors) {
+  EXPECT_EQ(muninn::parse_weight_format("bf16"), weight_format::bf16);
+  EXPECT_EQ(muninn::parse_weight_format("fp32"), weight_format::f32);
+  EXPECT_EQ(muninn::parse_weight_format("q8"), weight_format::q8);
+  try {
+    muninn::parse_weight_format("q4", "--quantize");
+    ADD_FAILURE();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--quantize 'q4'"), std::string::npos) << e.what();
+  }
+  auto w = random_vec(4 * 40, 1);
+  w[77] = std::numeric_limits<float>::quiet_NaN();
+  try {
+    muninn::host_weight(host_backend{}, w.data(), 4, 40, 40, weight_format::q8, "model.layers.3.mlp.down_proj.weight");
+    ADD_FAILURE();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.3.mlp.down_proj.weight: weight [1, 37]"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The weights as the kernels see them, in fp32 ([N, K], row stride K).
+std::vector<float> widened(const muninn::host_weight& w) {
+  const muninn::weight_view v = w.view();
+  std::vector<float> out(std::size_t(w.rows() * w.cols()));
+  for (i64 n = 0; n < w.rows(); ++n)
+    for (i64 k = 0; k < w.cols(); ++k) {
+      float x = 0;
+      switch (w.format()) {
+        case weight_format::f32: x = v.f32_row(n)[k]; break;
+        case weight_format::bf16: x = muninn::to_float(v.bf16_row(n)[k]); break;
+        case weight_format::q8: x = float(v.q8_row(n)[k]) * muninn::to_float(v.q8_scales(n)[k / 32]); break;
+      }
+      out[std::size_t(n * w.cols() + k)] = x;
+    }
+  return out;
+}
+
+TEST(HostWeight, ConversionsKeepEveryWeightWithinItsFormatsRounding) {
+  const i64 N = 9, K = 70, ld = 75;
+  const auto w = random_vec(std::size_t(N * ld), 3);
+  const muninn::host_weight b(host_backend{}, w.data(), N, K, ld, weight_format::bf16);
+  const muninn::host_weight q(host_backend{}, w.data(), N, K, ld, weight_format::q8);
+  EXPECT_EQ(b.bytes(), std::size_t(N * K * 2));
+  EXPECT_EQ(q.bytes(), std::size_t(N * 96 + N * 3 * 2));  // K padded to 96: 3 blocks
+  const auto wb = widened(b), wq = widened(q);
+  for (i64 n = 0; n < N; ++n)
+    for (i64 k = 0; k < K; ++k) {
+      const float x = w[std::size_t(n * ld + k)];
+      EXPECT_EQ(wb[std::size_t(n * K + k)], muninn::to_float(muninn::to_bf16(x)));
+      const float d = muninn::to_float(q.view().q8_scales(n)[k / 32]);
+      EXPECT_LE(std::fabs(wq[std::size_t(n * K + k)] - x), 0.5f * d * 1.000001f);
+    }
+}
+
+// ------------------------------------------------------------------------------ GEMM
+
+struct gemm_case {
+  i64 M, N, K;
+  float alpha, beta;
+};
+
+std::vector<muninn::host_isa> isa_levels() {
+  std::vector<muninn::host_isa> v;
+  for (auto i : {muninn::host_isa::generic, muninn::host_isa::avx2, muninn::host_isa::avx512})
+    if (int(i) <= int(muninn::host_isa_supported())) v.push_back(i);
+  return v;
+}
+
+// The weight as a column slice when `slice` (what the concat adapter does: ld = 2K, columns K..2K).
+void check_gemm(const host_backend& be, weight_format fmt, const gemm_case& c, std::uint32_t seed, bool slice) {
+  const i64 wcols = slice ? 2 * c.K : c.K;
+  const auto Bsrc = random_vec(std::size_t(c.N * wcols), seed, -0.5f, 0.5f);
+  const muninn::host_weight w(be, Bsrc.data(), c.N, wcols, wcols, fmt);
+  muninn::weight_view v = w.view();
+  auto all = widened(w);
+  std::vector<float> Bf(std::size_t(c.N * c.K));
+  const i64 c0 = slice ? c.K : 0;
+  if (slice) v = v.columns(c0);
+  for (i64 n = 0; n < c.N; ++n)
+    for (i64 k = 0; k < c.K; ++k) Bf[std::size_t(n * c.K + k)] = all[std::size_t(n * wcols + c0 + k)];
+  const auto A = random_vec(std::size_t(c.M * c.K), seed + 1);
+  auto C = random_vec(std::size_t(c.M * c.N), seed + 2);
+  if (c.beta == 0.0f) std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());
+  const auto C0 = C;
+  muninn::gemm_nt(be, c.M, c.N, c.K, c.alpha, A.data(), c.K, v, c.beta, C.data(), c.N);
+  auto want = C0;
+  muninn::ref::gemm_nt(c.M, c.N, c.K, c.alpha, A.data(), c.K, Bf.data(), c.K, c.beta, want.data(), c.N);
+  std::vector<double> mag(std::size_t(c.M * c.N));
+  muninn::ref::gemm_nt_magnitude(c.M, c.N, c.K, c.alpha, A.data(), c.K, Bf.data(), c.K, c.beta, C0.data(), c.N,
+                                 mag.data());
+  for (std::size_t i = 0; i < C.size(); ++i)
+    ASSERT_LE(std::fabs(double(C[i]) - double(want[i])), 1e-5 * mag[i] + 1e-30)
+        << muninn::weight_format_name(fmt) << " " << c.M << "x" << c.N << "x" << c.K << (slice ? " slice" : "")
+        << " isa " << muninn::host_isa_name(muninn::host_isa_active()) << " threads " << be.threads() << " at " << i;
+}
+
+const gemm_case kCases[] = {
+    {1, 100, 576, 1.0f, 0.0f},   {1, 33, 37, 0.5f, 1.0f},    {1, 64, 1000, 1.0f, 0.0f},  {1, 40, 5280, 1.0f, 0.0f},
+    {2, 50, 64, 1.0f, 0.0f},     {3, 17, 100, 2.0f, 0.5f},   {5, 70, 576, 1.0f, 0.0f},   {8, 96, 1536, 1.0f, 1.0f},
+    {9, 40, 96, 1.0f, 0.0f},     {64, 576, 576, 1.0f, 0.0f}, {37, 50, 1000, 1.0f, 1.0f}, {200, 16, 4096, 1.0f, 0.0f},
+    {130, 70, 70, 0.25f, 0.0f},
+};
+
+TEST(WeightGemm, Bf16AndQ8MatchTheReferenceOnEveryPath) {
+  for (auto isa : isa_levels()) {
+    muninn::set_host_isa_limit(isa);
+    for (weight_format fmt : {weight_format::bf16, weight_format::q8})
+      for (const host_backend be : {host_backend{1}, host_backend{2}})
+        for (std::size_t i = 0; i < std::size(kCases); ++i) {
+          check_gemm(be, fmt, kCases[i], std::uint32_t(10 + i), false);
+          if (kCases[i].K % 32 == 0) check_gemm(be, fmt, kCases[i], std::uint32_t(50 + i), true);
+        }
+  }
+  muninn::clear_host_isa_limit();
+}
+
+TEST(WeightGemm, F32ViewIsThePlainGemm) {
+  const i64 M = 3, N = 20, K = 50;
+  const auto A = random_vec(std::size_t(M * K), 1), B = random_vec(std::size_t(N * K), 2);
+  std::vector<float> c1(std::size_t(M * N)), c2(c1.size());
+  muninn::gemm_nt(host_backend{}, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, c1.data(), N);
+  muninn::gemm_nt(host_backend{}, M, N, K, 1.0f, A.data(), K, muninn::weight_view::f32(B.data(), K), 0.0f, c2.data(),
+                  N);
+  EXPECT_EQ(c1, c2);
+}
+
+TEST(WeightGemm, ResultsDoNotDependOnTheThreadCount) {
+  for (weight_format fmt : {weight_format::bf16, weight_format::q8})
+    for (const gemm_case& c : kCases) {
+      const auto Bsrc = random_vec(std::size_t(c.N * c.K), 7);
+      const muninn::host_weight w(host_backend{1}, Bsrc.data(), c.N, c.K, c.K, fmt);
+      const auto A = random_vec(std::size_t(c.M * c.K), 8);
+      std::vector<float> one(std::size_t(c.M * c.N), 0.0f);
+      muninn::gemm_nt(host_backend{1}, c.M, c.N, c.K, c.alpha, A.data(), c.K, w.view(), 0.0f, one.data(), c.N);
+      for (int t : {2, 3}) {
+        std::vector<float> many(one.size(), 0.0f);
+        muninn::gemm_nt(host_backend{t}, c.M, c.N, c.K, c.alpha, A.data(), c.K, w.view(), 0.0f, many.data(), c.N);
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
+            << muninn::weight_format_name(fmt) << " " << c.M << "x" << c.N << "x" << c.K << " at " << t << " threads";
+      }
+    }
+}
+
+TEST(HostIsa, TheLimitCapsTheActiveLevel) {
+  for (auto isa : isa_levels()) {
+    muninn::set_host_isa_limit(isa);
+    EXPECT_EQ(muninn::host_isa_active(), isa);
+  }
+  muninn::set_host_isa_limit(muninn::host_isa::avx512);
+  EXPECT_EQ(muninn::host_isa_active(), muninn::host_isa_supported());
+  muninn::clear_host_isa_limit();
+  std::printf("host_isa_supported: %s\n", muninn::host_isa_name(muninn::host_isa_supported()));
+}
+
+}  // namespace

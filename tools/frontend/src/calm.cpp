@@ -1,0 +1,219 @@
+// The CALM family in the front-end library: a CALM model (K tokens per step through the energy
+// head and the chunk autoencoder) or an autoencoder folder on its own (`muninn ae`).
+
+#include <optional>
+#include <sstream>
+
+#include "lm_adapter.hpp"
+#include "muninn/families/calm/model.hpp"
+#include "muninn/runtime/calm_brier.hpp"
+#include "muninn/runtime/calm_generate.hpp"
+
+namespace muninn::frontend {
+namespace {
+
+using calm_host = calm_model<host_backend, float>;
+using ae_host = chunk_autoencoder<host_backend, float>;
+
+template <class... A>
+std::string str(A&&... a) {
+  std::ostringstream os;
+  (os << ... << a);
+  return os.str();
+}
+
+// The chunk autoencoder round trip, on the model's own autoencoder or a folder's.
+class calm_ae final : public calm_extras {
+ public:
+  explicit calm_ae(ae_host* ae) : ae_(ae) {}
+  std::int64_t patch_size() const override { return ae_->config().patch_size; }
+  std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) const override {
+    return ae_->reconstruct(ids);
+  }
+  std::int64_t pad_id() const override { return ae_->config().pad_id; }
+  const std::string& autoencoder_source() const override { return ae_->config().source; }
+
+ private:
+  ae_host* ae_;
+};
+
+void check_prompt(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
+  if (ids.empty()) fail_as(error_kind::usage, "the prompt is empty");
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      fail_as(error_kind::usage, "the prompt: token id ", ids[i], " at index ", i, " is out of range for vocab_size ", vocab);
+}
+
+// A CALM model: generate, BrierLM, the autoencoder.
+class calm_loaded final : public loaded_model {
+ public:
+  calm_loaded(calm_host m, detail::lm_extras x) : m_(std::move(m)), x_(std::move(x)), ae_(&m_.autoencoder()) {}
+
+  const model_info& info() const override { return x_.info; }
+  const io::tokenizer* tokenizer() const override { return x_.tokenizer.get(); }
+  bool prompt_adds_special_tokens() const override { return true; }
+  std::vector<std::int32_t> eos_ids() const override { return x_.eos; }
+  const calm_extras* calm() const override { return &ae_; }
+
+  generation generate(const std::vector<std::int32_t>& prompt, const option_values& o,
+                      const std::vector<std::int32_t>&, const generate_callbacks& cb) const override {
+    check_prompt(prompt, m_.config().backbone.vocab_size);
+    calm_generate_options g;
+    const std::int64_t K = m_.patch_size();
+    const std::int64_t padded = (std::int64_t(prompt.size()) + K - 1) / K * K;
+    g.max_length = padded + o.integer("max-new-tokens");
+    g.temperature = o.number("temperature");
+    const std::string sampler = o.choice("sampler", "approx");
+    if (sampler != "approx" && sampler != "exact")
+      fail_as(error_kind::usage, o.spelled("sampler"), " ", sampler, " applies to Huginn checkpoints; CALM samples "
+              "chunks with approx or exact");
+    g.sampler = sampler == "exact" ? calm_sampler::exact : calm_sampler::approximate;
+    g.num_samples = o.integer("num-samples");
+    g.max_draws = o.integer("max-draws");
+    g.seed = std::uint64_t(o.integer("seed"));
+    as_kind(error_kind::usage, [&] {  // the sampler's temperature rule, before any work
+      muninn::detail::check_calm_temperature(g);
+      return 0;
+    });
+    const std::int64_t pad = m_.config().pad_id;
+    bool cancelled = false;
+    g.on_chunk = [&](const std::vector<std::int32_t>& chunk) {
+      if (cb.on_tokens) {
+        std::vector<std::int32_t> kept;
+        for (auto t : chunk)
+          if (t != pad) kept.push_back(t);
+        cb.on_tokens(kept);
+      }
+      cancelled = cb.cancelled && cb.cancelled();
+      return !cancelled;
+    };
+    const calm_generation r = generate_calm(m_, prompt, g);
+    generation out;
+    out.tokens.assign(r.ids.begin() + std::ptrdiff_t(std::min(prompt.size(), r.ids.size())), r.ids.end());
+    out.steps.assign(r.draws.begin(), r.draws.end());
+    out.stop_reason = cancelled ? "cancelled" : r.stopped_at_eos ? "eos" : "length";
+    return out;
+  }
+
+  brier_report brierlm(const std::vector<std::int32_t>& stream, const option_values& o,
+                       const brier_block_fn& on_block) const override {
+    const std::int64_t K = m_.patch_size();
+    brierlm_options b = detail::brier_options_from(o, m_.config().backbone.block_size * K);
+    if (b.block_size % K != 0)
+      fail_as(error_kind::usage, o.spelled("block-size"), " ", b.block_size, " is not a multiple of the chunk size ", K);
+    return detail::run_brier(stream, o, b, on_block, m_.config().backbone.vocab_size,
+                             [&](const std::vector<std::int32_t>& block, const brier_draws& d) {
+                               return calm_brier_block(m_, block, d);
+                             });
+  }
+
+ private:
+  mutable calm_host m_;  // its scratch buffers change on every call; calls on one model do not overlap
+  detail::lm_extras x_;
+  calm_ae ae_;
+};
+
+// An autoencoder folder on its own: only `muninn ae` runs it.
+class ae_loaded final : public loaded_model {
+ public:
+  ae_loaded(ae_host ae, detail::lm_extras x) : ae_(std::move(ae)), x_(std::move(x)), extras_(&ae_) {}
+  const model_info& info() const override { return x_.info; }
+  const io::tokenizer* tokenizer() const override { return x_.tokenizer.get(); }
+  bool prompt_adds_special_tokens() const override { return true; }
+  const calm_extras* calm() const override { return &extras_; }
+
+ private:
+  ae_host ae_;
+  detail::lm_extras x_;
+  calm_ae extras_;
+};
+
+bool is_autoencoder_folder(const model_folder& f) { return f.config && io::is_autoencoder_config(*f.config); }
+
+model_info calm_info(const model_folder& f, calm_host& m) {
+  const calm_config& c = m.config();
+  const model_config& b = c.backbone;
+  const autoencoder_config& a = m.autoencoder().config();
+  model_info info;
+  info.family = calm_family::name;
+  info.display = calm_family::display;
+  info.path = f.path;
+  info.vocab_size = b.vocab_size;
+  info.context = b.block_size * c.patch_size;
+  info.parameters = m.parameter_count();
+  const std::int64_t kv = b.n_layers_in_prelude * 2 * (b.n_kv_heads > 0 ? b.n_kv_heads : b.n_heads) * b.head_dim * 4;
+  detail::add_field(info, "model", f.path);
+  detail::add_field(info, "family", "calm (energy head; config.json has no model_type)");
+  detail::add_field(info, "chunk", str(c.patch_size, " tokens per step, latent ", c.latent_size));
+  detail::add_field(info, "block", "pre_norm (Llama backbone over chunk positions)");
+  detail::add_field(info, "head", str("energy head, ", c.mlp_blocks, " blocks, noise ", c.noise_size));
+  detail::add_field(info, "autoencoder", str("hidden ", a.hidden_size, ", layers ", a.encoder_layers, "+",
+                                             a.decoder_layers, " (", a.source, ")"));
+  detail::add_field(info, "hidden", str(b.n_embd));
+  detail::add_field(info, "heads", str(b.n_heads, " (kv ", b.n_kv_heads, ", head_dim ", b.head_dim, ")"));
+  detail::add_field(info, "mlp", str(b.intermediate_size));
+  detail::add_field(info, "vocab", str(b.vocab_size, " (pad ", c.pad_id, ", eos ", c.eos_id, ")"));
+  detail::add_field(info, "layers", str(b.n_layers_in_prelude));
+  detail::add_field(info, "max positions", str(b.block_size, " chunks (", b.block_size * c.patch_size, " tokens)"));
+  detail::add_field(info, "parameters", str(m.parameter_count(), " (autoencoder ", m.autoencoder().parameter_count(),
+                                            " apart)"));
+  detail::add_field(info, "memory fp32",
+                    detail::human_bytes(double(m.parameter_count() + m.autoencoder().parameter_count()) * 4) +
+                        " (host backend)");
+  detail::add_field(info, "kv cache fp32", str(detail::human_bytes(double(kv)), " per chunk of ", c.patch_size,
+                                               " tokens (", b.n_layers_in_prelude, " slots)"));
+  return info;
+}
+
+}  // namespace
+
+bool calm_family::recognizes(const model_folder& f) {
+  return f.config && (io::is_calm_config(*f.config) || io::is_autoencoder_config(*f.config));
+}
+
+std::string calm_family::redirect(operation op) {
+  switch (op) {
+    case operation::forward:
+    case operation::score:
+      return "a CALM checkpoint has no next-token logits (its energy head samples whole chunks): use muninn generate, "
+             "muninn eval --metric brierlm or muninn ae";
+    case operation::demo:
+      return "a CALM checkpoint has no demo: muninn demo runs the shipped demo models (examples/models/demo, mor_demo, "
+             "trm_sudoku); try muninn generate --model DIR --tokens IDS --max-new-tokens N";
+    case operation::solve:
+      return "a CALM checkpoint: muninn solve runs TRM / HRM run folders; use muninn generate";
+    default: return "";
+  }
+}
+
+std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const option_values& o) {
+  (void)detail::device_of(o);
+  if (is_autoencoder_folder(f)) {
+    if (o.op() != operation::ae && o.op() != operation::info)
+      fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own: muninn ae runs it; give the CALM "
+              "model's folder (with --ae ", f.dir, ") to ", operation_name(o.op()));
+    ae_host ae = as_kind(error_kind::checkpoint, [&] { return ae_host::load(f.dir); });
+    detail::lm_extras x;
+    model_info& info = x.info;
+    info.family = calm_family::name;
+    info.display = "CALM autoencoder";
+    info.path = f.path;
+    info.vocab_size = ae.config().vocab_size;
+    info.parameters = ae.parameter_count();
+    detail::add_field(info, "model", f.path);
+    detail::add_field(info, "family", "calm autoencoder (no backbone: muninn ae runs it)");
+    detail::add_field(info, "chunk", str(ae.config().patch_size, " tokens per latent of ", ae.config().latent_size));
+    detail::add_field(info, "vocab", str(ae.config().vocab_size));
+    detail::add_field(info, "parameters", str(ae.parameter_count()));
+    detail::read_text_files(f, x);
+    return std::make_unique<ae_loaded>(std::move(ae), std::move(x));
+  }
+  const std::string ae_dir = find_option(o.op(), "ae") && o.has("ae") ? o.text("ae", "") : "";
+  calm_host m = as_kind(error_kind::checkpoint, [&] { return calm_host::load(f.dir, ae_dir); });
+  detail::lm_extras x;
+  x.info = calm_info(f, m);
+  detail::read_text_files(f, x);
+  return std::make_unique<calm_loaded>(std::move(m), std::move(x));
+}
+
+}  // namespace muninn::frontend

@@ -1,0 +1,88 @@
+#pragma once
+// What every family adapter shares and no front end needs: formatting helpers and the text files
+// of a checkpoint folder (tokenizer.json, end-of-sequence ids).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "muninn/frontend/model.hpp"
+#include "muninn/frontend/registry.hpp"
+
+namespace muninn::frontend::detail {
+
+/// \brief "1.50 KiB".
+std::string human_bytes(double b);
+/// \brief "1,2,3".
+std::string join_ids(const std::vector<std::int32_t>& ids);
+
+/// \brief What every adapter keeps beside its model: info, tokenizer, eos ids.
+struct lm_extras {
+  model_info info;
+  std::shared_ptr<const io::tokenizer> tokenizer;  ///< null without tokenizer.json
+  std::vector<std::int32_t> eos;
+  bool add_special = false;
+};
+
+/// \brief Reads tokenizer.json and the eos ids of the folder (needs x.info.vocab_size).
+void read_text_files(const model_folder& f, lm_extras& x);
+
+/// \brief info.fields += {label, value}.
+inline void add_field(model_info& info, std::string label, std::string value) {
+  info.fields.push_back({std::move(label), std::move(value)});
+}
+
+}  // namespace muninn::frontend::detail
+
+namespace muninn {
+struct model_config;
+namespace io {
+class checkpoint;
+struct tensor_spec;
+}  // namespace io
+}  // namespace muninn
+
+namespace muninn::frontend::detail {
+
+/// \brief Which model<> family an info is built for.
+enum class lm_kind { huginn, llama, mor };
+
+/// \brief The `info` fields of a model<> checkpoint (lm_info.cpp): structure, sizes, parameters
+/// (unique: RoPE buffers, a tied model's duplicate lm_head and MoR's per-recursion copies
+/// excluded), dtype, file size, memory and KV cache per token.
+model_info lm_info(lm_kind kind, const char* family, const char* display, const model_folder& f,
+                   const model_config& cfg, const io::checkpoint& ck, const std::vector<io::tensor_spec>& specs);
+
+}  // namespace muninn::frontend::detail
+
+namespace muninn::frontend::detail {
+
+/// \brief --device and --dtype of `o` (cpu, fp32 when the operation has neither).
+struct device_choice {
+  bool cuda = false;
+  bool bf16 = false;
+};
+
+/// \brief Reads --device / --dtype and rejects what this build cannot run.
+inline device_choice device_of(const option_values& o) {
+  device_choice d;
+  if (!find_option(o.op(), "device")) return d;
+  d.cuda = o.choice("device") == "cuda";
+  d.bf16 = o.choice("dtype") == "bf16";
+  if (d.bf16 && !d.cuda)
+    fail_as(error_kind::usage, o.spelled("dtype"), " bf16 needs ", o.spelled("device"),
+            " cuda (the host backend computes in fp32)");
+#if !defined(MUNINN_FRONTEND_CUDA)
+  if (d.cuda) fail_as(error_kind::usage, "this muninn was built without CUDA (configure with -DMUNINN_ENABLE_CUDA=ON)");
+#endif
+  return d;
+}
+
+#if defined(MUNINN_FRONTEND_CUDA)
+/// \brief A Huginn (sandwich blocks, concat adapter) or Llama model on the first CUDA device
+/// (cuda.cu, the library's nvcc translation unit); `x` already holds info and text files.
+std::unique_ptr<loaded_model> load_cuda(lm_kind kind, const model_folder& f, bool bf16, lm_extras x);
+#endif
+
+}  // namespace muninn::frontend::detail
