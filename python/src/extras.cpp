@@ -10,10 +10,10 @@
 #include <optional>
 
 #include "binding.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/frontend/registry.hpp"
 #include "muninn/frontend/solve.hpp"
 #include "muninn/frontend/text.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
 
 namespace muninn::python {
 namespace {

@@ -10,8 +10,8 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/frontend/solve.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
 #include "progress.hpp"
 
 namespace muninn::cli {

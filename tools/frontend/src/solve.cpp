@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 
 namespace muninn::frontend {
 
