@@ -2,8 +2,8 @@
 # Installs the muninn Python module with pip (PyPI: scikit-build-core, nanobind, numpy, pytest)
 # into a fresh virtual environment, build/pyvenv, and runs its pytest suite (python/tests).
 # The build folder is build/python (pyproject.toml); with the compiler cache warm from a CMake
-# build of the same configuration, only the binding compiles. Extra pip arguments come from
-# MUNINN_PIP_ARGS (tools/test.sh passes the CUDA setting of its release build).
+# build of the same configuration (the host preset), only the binding compiles. Extra pip
+# arguments come from MUNINN_PIP_ARGS (e.g. -Ccmake.define.MUNINN_ENABLE_CUDA=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="$PWD/build/pyvenv"

@@ -1,6 +1,7 @@
 """stream=True yields the tokens of the same generation, one by one, from a worker thread; the
 model stays busy until the stream ends; Ctrl-C stops a generation between tokens."""
 import _thread
+import signal
 import threading
 import time
 
@@ -62,6 +63,15 @@ def test_stream_error_is_raised_by_iteration(muninn, huginn):
     with pytest.raises(muninn.Error, match="max_wavefront 2 must exceed headway 2"):
         list(s)
     huginn.forward([1])
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """interrupt_main() does nothing while SIGINT is ignored, as it is for a job a non-interactive
+    shell starts in the background: Python's own handler for these tests."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def _interrupt_after(seconds):
