@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, builds everything and runs the whole test suite, then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer. When nvcc is present the CUDA code is compiled
-# once, by tools/cuda_build.sh (the folder a GPU machine runs, docs/performance.md), and
+# Sets up, builds everything and runs the whole test suite and the Python module's
+# (tools/python_test.sh), then the unit tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer. When nvcc is present the CUDA code is compiled once, by
+# tools/cuda_build.sh (the folder a GPU machine runs, docs/performance.md), and
 # tools/cuda_run.sh --no-gpu checks that every binary in it loads and reports skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,9 @@ if command -v nvcc >/dev/null; then
   bash tools/cuda_build.sh
   bash tools/cuda_run.sh --no-gpu --budget 900
 fi
+# The Python module as `pip install .` builds it (host backend): pip into a fresh virtual
+# environment, then its pytest suite; at most 25 minutes (about 10 on a cold 2-core machine).
+timeout 1500 bash tools/python_test.sh
 cmake --preset debug
 cmake --build --preset debug --target muninn_unit_tests
 ctest --preset debug -L unit
