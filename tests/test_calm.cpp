@@ -1,12 +1,14 @@
 // CALM: loading the released layout (and its failure modes), the model's invariants on random
 // checkpoints written through the real format, and the model against our PyTorch reference
 // (tools/reference/calm_ref.py, fixtures in tests/data/calm).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -280,6 +282,72 @@ TEST(CalmReference, GenerationsAtEveryTemperatureAndSampler) {
       for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(g.draws[i], steps[i].at("draws").as_int()) << "step " << i;
     }
   }
+}
+
+// Draws given to our reference (tools/reference/make_calm_order_fixture.py writes reference_order/):
+// with the authors' candidate order Muninn reproduces that generation token for token; the default
+// key order, fed the same draws, picks another chunk on some step (so the order matters).
+TEST(CalmReference, GivenDrawsReproduceTheReferenceOrderGeneration) {
+  const std::string dir = calm_data + "reference_order/";
+  const io::json e = io::read_json_file(dir + "expected.json");
+  calm& m = fixture_model();
+  calm_generate_options o;
+  o.temperature = e.at("temperature").as_double();
+  o.num_samples = e.at("num_samples").as_int();
+  o.max_length = e.at("max_length").as_int();
+  o.noise = io::read_npy_f32(dir + "noise.npy").data;
+  o.uniforms = io::read_npy_f64(dir + "uniforms.npy").data;
+  o.order = chunk_order::reference;
+  const std::vector<std::int32_t> prompt = muninn_test::ids_of(e.at("prompt"));
+  const calm_generation g = generate_calm(m, prompt, o);
+  EXPECT_EQ(g.ids, muninn_test::ids_of(e.at("reference_output")));
+  EXPECT_EQ(std::int64_t(g.draws.size()), e.at("steps").as_int());
+  o.order = chunk_order::key;
+  const calm_generation k = generate_calm(m, prompt, o);
+  EXPECT_EQ(k.ids, muninn_test::ids_of(e.at("key_output")));
+  EXPECT_NE(k.ids, g.ids);
+}
+
+TEST(CalmReference, GivenNoiseAtTemperatureOneEqualsTheStreamItReplaces) {
+  calm& m = fixture_model();
+  calm_generate_options o;
+  o.temperature = 1.0;
+  o.seed = 7;
+  o.max_length = 24;
+  const std::vector<std::int32_t> prompt = {12, 50, 30, 27, 29};
+  const calm_generation want = generate_calm(m, prompt, o);
+  for (std::int64_t p = 1; p <= std::int64_t(want.draws.size()); ++p) {  // the padded prompt is 2 chunks
+    const std::vector<float> u = calm_noise(o.seed, p, 0, 1, m.config().noise_size);
+    o.noise.insert(o.noise.end(), u.begin(), u.end());
+  }
+  o.seed = 99;  // the given noise, not the seed, decides
+  EXPECT_EQ(generate_calm(m, prompt, o).ids, want.ids);
+}
+
+TEST(CalmReference, GivenDrawsThatDoNotFitAreOneError) {
+  calm& m = fixture_model();
+  const std::vector<std::int32_t> prompt = {12, 50, 30, 27, 29};
+  calm_generate_options o;
+  o.num_samples = 4;
+  o.max_length = 40;
+  o.noise.assign(2 * 4 * 4, 0.25f);  // two steps of 4 samples x noise_size 4
+  EXPECT_THAT(muninn_test::error_of([&] { generate_calm(m, prompt, o); }),
+              ::testing::HasSubstr("calm generate: the given noise holds 2 steps of 4 samples x noise_size 4; step 3 "
+                                   "needs one more"));
+  o.noise.pop_back();
+  EXPECT_THAT(muninn_test::error_of([&] { generate_calm(m, prompt, o); }),
+              ::testing::HasSubstr("not a whole number of steps of 4 samples x noise_size 4"));
+  o.noise.push_back(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_THAT(muninn_test::error_of([&] { generate_calm(m, prompt, o); }),
+              ::testing::HasSubstr("calm generate: given noise value 31 is nan"));
+  o.noise.clear();
+  o.uniforms = {0.5, 1.0};
+  EXPECT_THAT(muninn_test::error_of([&] { generate_calm(m, prompt, o); }),
+              ::testing::HasSubstr("given uniforms: choice uniform 1 must lie in [0, 1), got 1"));
+  o.uniforms = {0.5};
+  o.sampler = calm_sampler::exact;
+  EXPECT_THAT(muninn_test::error_of([&] { generate_calm(m, prompt, o); }),
+              ::testing::HasSubstr("given choice uniforms need the batch approximation below T = 1"));
 }
 
 TEST(CalmReference, BrierOfTheTeacherForcedSequence) {

@@ -341,6 +341,128 @@ TEST(ChunkBatch, BatchedRowsUseTheirPositionsStream) {
   }
 }
 
+// Python's `random.choices(candidates, weights, k=1)` given its uniform u, written from its documented
+// semantics: the candidates in first-appearance order (a Counter's), integer weights C(count, m),
+// exact integer running sums, x = u * float(total), and bisect_right over the running sums with the
+// last index as the upper bound. Integers stay below 2^53 here, so comparing them as doubles is exact.
+chunk_choice python_choices_oracle(const std::vector<std::int32_t>& row, std::int64_t k, std::int64_t n, double u) {
+  std::vector<std::vector<std::int32_t>> keys;
+  std::vector<std::int32_t> counts, firsts;
+  for (std::size_t i = 0; i * std::size_t(k) < row.size(); ++i) {
+    const std::vector<std::int32_t> key(row.begin() + std::ptrdiff_t(i * std::size_t(k)),
+                                        row.begin() + std::ptrdiff_t((i + 1) * std::size_t(k)));
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) {
+      keys.push_back(key);
+      counts.push_back(1);
+      firsts.push_back(std::int32_t(i));
+    } else {
+      ++counts[std::size_t(it - keys.begin())];
+    }
+  }
+  const auto comb = [](std::uint64_t a, std::uint64_t b) {  // exact: a <= 64 here
+    std::uint64_t r = 1;
+    for (std::uint64_t i = 1; i <= b; ++i) r = r * (a - b + i) / i;
+    return r;
+  };
+  for (std::int64_t m = n; m >= 1; --m) {
+    std::vector<std::size_t> cand;
+    std::vector<std::uint64_t> cum;
+    for (std::size_t c = 0; c < counts.size(); ++c)
+      if (counts[c] >= m) {
+        cand.push_back(c);
+        cum.push_back((cum.empty() ? 0 : cum.back()) + comb(std::uint64_t(counts[c]), std::uint64_t(m)));
+      }
+    if (cand.empty()) continue;
+    const double x = u * double(cum.back());
+    std::size_t lo = 0, hi = cand.size() - 1;  // bisect_right(cum, x, 0, len - 1)
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (x < double(cum[mid])) hi = mid;
+      else lo = mid + 1;
+    }
+    const std::size_t c = cand[lo];
+    return {firsts[c], std::int32_t(m), counts[c]};
+  }
+  return {-1, -1, -1};
+}
+
+TEST(ChunkBatch, SlotsFollowTheOrder) {
+  EXPECT_EQ(muninn::chunk_slot(muninn::chunk_order::key, 5, 9), 5);
+  EXPECT_EQ(muninn::chunk_slot(muninn::chunk_order::reference, 5, 9), 9);
+}
+
+// Counts 5:2, 3:3, 7:2 at T = 1/2 (m = 2): reference order [5, 3, 7] weighs [1, 3, 1], key order
+// [3, 5, 7] weighs [3, 1, 1]; W = 5. The same uniform picks another chunk in each order.
+TEST(ChunkBatch, ReferenceOrderListsCandidatesByFirstAppearance) {
+  const std::vector<std::int32_t> row = {5, 3, 5, 3, 3, 7, 7};
+  std::vector<chunk_candidate> c;
+  EXPECT_EQ(muninn::chunk_candidates(row.data(), 7, 1, 2, c, muninn::chunk_order::reference), 2);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].sample, 0);
+  EXPECT_EQ(c[1].sample, 1);
+  EXPECT_EQ(c[2].sample, 5);
+  EXPECT_EQ(c[1].weight, 3.0);
+  const auto pick = [&](double v, muninn::chunk_order o) {
+    std::int32_t id = -1;
+    muninn::choose_chunk(row.data(), 7, 1, 0.5, v, &id, o);
+    return id;
+  };
+  EXPECT_EQ(pick(0.1, muninn::chunk_order::reference), 5);  // v·W = 0.5 < 1
+  EXPECT_EQ(pick(0.1, muninn::chunk_order::key), 3);        // 0.5 < 3
+  EXPECT_EQ(pick(0.7, muninn::chunk_order::reference), 3);  // 3.5 < 4
+  EXPECT_EQ(pick(0.7, muninn::chunk_order::key), 5);        // 3.5 < 4
+  EXPECT_EQ(pick(0.8, muninn::chunk_order::reference), 7);  // 4.0 < 5 (bisect_right: 4 is not < 4)
+  EXPECT_EQ(pick(0.8, muninn::chunk_order::key), 7);
+}
+
+TEST(ChunkBatch, ReferenceOrderMatchesPythonChoicesOnRandomRows) {
+  int rows = 0, differ = 0;
+  for (std::int64_t k : {1, 2, 4}) {
+    for (std::int64_t samples : {1, 2, 9, 40, 64}) {
+      for (std::int32_t alphabet : {2, 3, 50}) {
+        for (std::int64_t n : {2, 3, 5}) {
+          const std::uint64_t stream = muninn::stream_seed(kSeed, 200 + std::uint64_t(k), std::uint64_t(rows));
+          std::vector<std::int32_t> row(std::size_t(samples * k));
+          for (std::size_t i = 0; i < row.size(); ++i)
+            row[i] = std::int32_t(muninn::uniform01_at(stream, i) * alphabet) - alphabet / 2;
+          const double u = muninn::uniform01_at(stream, 1u << 20);
+          const chunk_choice want = python_choices_oracle(row, k, n, u);
+          const chunk_choice got =
+              muninn::choose_chunk(row.data(), samples, k, 1.0 / double(n), u, nullptr, muninn::chunk_order::reference);
+          EXPECT_EQ(got.sample, want.sample) << "row " << rows;
+          EXPECT_EQ(got.m, want.m) << "row " << rows;
+          EXPECT_EQ(got.count, want.count) << "row " << rows;
+          const chunk_choice key = muninn::choose_chunk(row.data(), samples, k, 1.0 / double(n), u);
+          differ += key.sample != got.sample;
+          ++rows;
+        }
+      }
+    }
+  }
+  EXPECT_GT(differ, 10) << "the two orders should pick differently on many of " << rows << " rows";
+}
+
+TEST(ChunkBatch, BatchedRowsTakeGivenUniformsAndOrder) {
+  const std::vector<std::int32_t> rows = {5, 3, 5, 3, 3, 7, 7, /* row 1 */ 5, 3, 5, 3, 3, 7, 7};
+  const std::vector<std::int64_t> positions = {0, 1};
+  const std::vector<double> uniforms = {0.1, 0.7};
+  std::vector<std::int32_t> out(2);
+  muninn::chunk_choice_options opt;
+  opt.order = muninn::chunk_order::reference;
+  opt.uniforms = uniforms.data();
+  muninn::choose_chunks(muninn::host_backend{}, rows.data(), 2, 7, 1, 0.5, 1, positions.data(), out.data(), nullptr,
+                        opt);
+  EXPECT_EQ(out, (std::vector<std::int32_t>{5, 3}));
+  const std::vector<double> bad = {0.5, 1.0};
+  opt.uniforms = bad.data();
+  EXPECT_THAT(error_of([&] {
+                muninn::choose_chunks(muninn::host_backend{}, rows.data(), 2, 7, 1, 0.5, 1, positions.data(),
+                                      out.data(), nullptr, opt);
+              }),
+              HasSubstr("choose_chunks: choice uniform 1 must lie in [0, 1), got 1"));
+}
+
 TEST(ChunkBatch, ErrorsNameTheBadValue) {
   const auto row = row_of({{1, 1}, {2, 2}});
   EXPECT_THAT(error_of([&] { muninn::choose_chunk(row.data(), 2, 2, 0.7, 0.5); }),

@@ -60,15 +60,28 @@ TEST_F(CudaChunkSampling, DeviceChoicesEqualHostChoices) {
     const auto d_positions = upload(be, positions);
     auto d_out = be.alloc<std::int32_t>(std::size_t(s.rows * s.k));
     auto d_choices = be.alloc<chunk_choice>(std::size_t(s.rows));
+    std::vector<double> uniforms;  // given choice uniforms, as a reference run would pass them
+    for (std::int64_t r = 0; r < s.rows; ++r) uniforms.push_back(double((r * 37 + 11) % 100) / 100.0);
+    const auto d_uniforms = upload(be, uniforms);
+    // Key order from the stream, reference order from the stream and from given uniforms.
+    const muninn::chunk_order orders[] = {muninn::chunk_order::key, muninn::chunk_order::reference,
+                                          muninn::chunk_order::reference};
+    for (int variant = 0; variant < 3; ++variant)
     for (double t : temperatures) {
       const std::string what = "rows " + std::to_string(s.rows) + " samples " + std::to_string(s.samples) + " k " +
-                               std::to_string(s.k) + " T " + std::to_string(t);
+                               std::to_string(s.k) + " T " + std::to_string(t) + " variant " + std::to_string(variant);
+      muninn::chunk_choice_options host_opt, dev_opt;
+      host_opt.order = dev_opt.order = orders[variant];
+      if (variant == 2) {
+        host_opt.uniforms = uniforms.data();
+        dev_opt.uniforms = d_uniforms.data();
+      }
       std::vector<std::int32_t> want(std::size_t(s.rows * s.k)), got(want.size());
       std::vector<chunk_choice> want_c(std::size_t(s.rows)), got_c(want_c.size());
       muninn::choose_chunks(muninn::host_backend{}, chunks.data(), s.rows, s.samples, s.k, t, 99, positions.data(),
-                            want.data(), want_c.data());
+                            want.data(), want_c.data(), host_opt);
       muninn::choose_chunks(be, d_chunks.data(), s.rows, s.samples, s.k, t, 99, d_positions.data(), d_out.data(),
-                            d_choices.data());
+                            d_choices.data(), dev_opt);
       be.download(got.data(), d_out.data(), got.size());
       be.download(got_c.data(), d_choices.data(), got_c.size());
       EXPECT_EQ(got, want) << what;

@@ -92,6 +92,7 @@ d = CALM hidden, nz = noise_size; p = chunk position (its hidden state predicts 
 import json
 import math
 import os
+import random
 import sys
 import zipfile
 from collections import Counter
@@ -143,6 +144,18 @@ def alg2_uniform(seed, p):
 def bernoulli_uniform(seed, p, i):
     """The i-th kind-3 uniform of the exact sampler at position p."""
     return uniform01_at(stream_seed(seed, 3, p), i)
+
+
+class _GivenUniform(random.Random):
+    """A random.Random whose random() returns one given uniform: random.choices(k=1) draws
+    exactly one, so the standard library's own choices() then picks as it would have with it."""
+
+    def __init__(self, u):
+        super().__init__(0)
+        self.u = u
+
+    def random(self):
+        return self.u
 
 
 def brier_seed(seed):
@@ -674,6 +687,21 @@ class CALM:
         raise AssertionError("empty pool")
 
     @staticmethod
+    def choose_reference(pool, n, u):
+        """Algorithm 2 as the authors' code draws it, with its one uniform given: the candidates of
+        the first m = n, n-1, ..., 1 with any chunk counted >= m in first-appearance order (a
+        Counter's insertion order), integer weights math.comb(count, m), and Python's own
+        random.choices fed u as its random() (so the cumulative sums, the float total and the
+        bisection are the standard library's). Returns (chunk, m)."""
+        counts = Counter(pool)
+        for m in range(n, 0, -1):
+            cands = [c for c, k in counts.items() if k >= m]
+            if cands:
+                weights = [math.comb(counts[c], m) for c in cands]
+                return _GivenUniform(u).choices(cands, weights=weights, k=1)[0], m
+        raise AssertionError("empty pool")
+
+    @staticmethod
     def exact_sampler(draw, uniform, T):
         """Algorithm 1 (exact, acceptance prop. to P(x)^(1/T)) over chunk draws `draw(j)`
         (j = 0, 1, ... in order) and Bernoulli uniforms `uniform(i)` (i = 0, 1, ...):
@@ -753,6 +781,43 @@ class CALM:
             chunk, info = self.sample_chunk(hidden[p], p, seed, temperature, num_samples, sampler,
                                             margins)
             steps.append(dict(position=p, hidden=hidden[p], chunk=list(chunk), **info))
+            ids += list(chunk)
+            if c.eos_token_id in chunk:
+                eos = True
+                break
+            if len(ids) >= max_length:
+                break
+        return {"padded_prompt": padded, "full": ids,
+                "output": [t for t in ids if t != c.pad_token_id],
+                "finished_by_eos": eos, "steps": steps}
+
+    def generate_given(self, prompt, max_length, temperature, noise, uniforms, order="reference",
+                       margins=None):
+        """generate() with the random draws given, as a reference run makes them: step s feeds
+        head noise noise[s] ([S, noise_size], S = num_samples) and, below T = 1, the choice
+        uniform uniforms[s]. order "reference" picks as the authors' code (choose_reference),
+        "key" as Muninn's default (choose_alg2). Returns the dict of generate()."""
+        c = self.cfg
+        K = c.patch_size
+        ids = list(prompt)
+        if len(ids) % K:
+            ids += [c.pad_token_id] * (K - len(ids) % K)
+        padded = list(ids)
+        steps = []
+        eos = False
+        n = self.check_temperature(temperature)
+        while True:
+            s = len(steps)
+            hidden = self.backbone(ids)
+            p = hidden.shape[0] - 1
+            pool = self.decode_chunks(self.head(hidden[p], noise[s]), margins)
+            if temperature == 1.0:
+                chunk, m = pool[0], 1
+            elif order == "reference":
+                chunk, m = self.choose_reference(pool, n, uniforms[s])
+            else:
+                chunk, m = self.choose_alg2(pool, n, uniforms[s])
+            steps.append(dict(position=p, chunk=list(chunk), pool=pool, m=m))
             ids += list(chunk)
             if c.eos_token_id in chunk:
                 eos = True

@@ -255,6 +255,14 @@ inline npy_array<float> read_npy_f32(const std::string& path) {
   return detail::read_npy_as<float, float>(f, h);
 }
 
+/// \brief Reads a '<f8' C-order .npy file (e.g. Python's random() draws, kept bit for bit).
+inline npy_array<double> read_npy_f64(const std::string& path) {
+  const mapped_file f(path);
+  const detail::npy_header_info h = detail::parse_npy_header(f);
+  if (h.descr != "<f8") fail(path, ": .npy dtype '", h.descr, "' is not supported here (expected '<f8')");
+  return detail::read_npy_as<double, double>(f, h);
+}
+
 /// \brief Reads a '<i4' or '<i8' C-order .npy file as int64 (token ids, positions).
 inline npy_array<std::int64_t> read_npy_i64(const std::string& path) {
   const mapped_file f(path);

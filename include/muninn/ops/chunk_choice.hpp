@@ -77,14 +77,28 @@ struct chunk_candidate {
   double weight = 0.0;      ///< C(count, m); 0 when count < m (not a candidate)
 };
 
+/// \brief How choose_chunks lists the candidates and where its choice uniforms come from.
+struct chunk_choice_options {
+  chunk_order order = chunk_order::key;  ///< candidate order before the choice
+  /// One choice uniform in [0, 1) per row [rows] (device memory for the CUDA op), e.g. the
+  /// `random.random()` draws of a reference run; null: the kind-2 stream (chunk_choice_uniform).
+  const double* uniforms = nullptr;
+};
+
 namespace detail {
 
-/// \brief Scratch of one row: a hash table of its distinct chunks and their runs.
+/// \brief Given choice uniforms must lie in [0, 1), as `random.random()`'s do.
+inline void check_choice_uniforms(const char* who, const double* v, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i)
+    MUNINN_CHECK(v[i] >= 0.0 && v[i] < 1.0, who, ": choice uniform ", i, " must lie in [0, 1), got ", v[i]);
+}
+
+/// \brief Scratch of one row: a hash table of its distinct chunks and their slots.
 struct chunk_row_scratch {
   std::vector<std::int32_t> table;               // open addressing: distinct-chunk id per slot, −1 empty
   std::vector<std::int32_t> seen_count, seen_first;  // per distinct chunk, in order of first appearance
-  std::vector<std::int32_t> order;               // distinct-chunk ids sorted by key
-  std::vector<std::int32_t> counts, firsts;      // per distinct chunk, in ascending key order
+  std::vector<std::int32_t> order;               // distinct-chunk ids in the row's chunk_order
+  std::vector<std::int32_t> counts, firsts;      // [samples] slots (chunk_slot); empty slots hold count 0
 };
 
 /// \brief Hash of a chunk's ids (for the table only; no result depends on it).
@@ -124,20 +138,26 @@ inline std::int32_t count_distinct_chunks(const std::int32_t* chunks, std::int64
   return max_count;
 }
 
-/// \brief Counts a row's distinct chunks and lists them in ascending key order in s.counts /
-/// s.firsts; returns the largest count.
-inline std::int32_t chunk_runs(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, chunk_row_scratch& s) {
+/// \brief Counts a row's distinct chunks and places each at its chunk_slot in s.counts /
+/// s.firsts ([samples] entries, empty ones 0), as the device kernel does; returns the largest count.
+inline std::int32_t chunk_runs(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, chunk_order order,
+                               chunk_row_scratch& s) {
   const std::int32_t max_count = count_distinct_chunks(chunks, samples, k, s);
   const auto key_of = [&](std::int32_t d) { return chunks + std::int64_t(s.seen_first[std::size_t(d)]) * k; };
   s.order.resize(s.seen_count.size());
   for (std::size_t d = 0; d < s.order.size(); ++d) s.order[d] = std::int32_t(d);
-  std::sort(s.order.begin(), s.order.end(),
-            [&](std::int32_t a, std::int32_t b) { return chunk_key_compare(key_of(a), key_of(b), k) < 0; });
-  s.counts.resize(s.order.size());
-  s.firsts.resize(s.order.size());
-  for (std::size_t r = 0; r < s.order.size(); ++r) {
-    s.counts[r] = s.seen_count[std::size_t(s.order[r])];
-    s.firsts[r] = s.seen_first[std::size_t(s.order[r])];
+  if (order == chunk_order::key)
+    std::sort(s.order.begin(), s.order.end(),
+              [&](std::int32_t a, std::int32_t b) { return chunk_key_compare(key_of(a), key_of(b), k) < 0; });
+  s.counts.assign(std::size_t(samples), 0);
+  s.firsts.assign(std::size_t(samples), 0);
+  std::int64_t below = 0;  // samples whose chunk sorts below d's (used in key order only)
+  for (const std::int32_t d : s.order) {
+    const std::int32_t count = s.seen_count[std::size_t(d)], first = s.seen_first[std::size_t(d)];
+    const std::size_t slot = std::size_t(chunk_slot(order, below, first));
+    s.counts[slot] = count;
+    s.firsts[slot] = first;
+    below += count;
   }
   return max_count;
 }
@@ -152,13 +172,13 @@ inline std::int32_t chunk_copies_of_first(const std::int32_t* chunks, std::int64
 /// \brief One row of the batch approximation, arguments already checked; writes the K ids to
 /// `out` when it is not null. Throws nothing.
 inline chunk_choice choose_chunk_row(const std::int32_t* chunks, std::int64_t samples, std::int64_t k,
-                                     bool temperature_one, std::int64_t n, double v, std::int32_t* out,
-                                     chunk_row_scratch& s) {
+                                     bool temperature_one, std::int64_t n, chunk_order order, double v,
+                                     std::int32_t* out, chunk_row_scratch& s) {
   chunk_choice c;
   if (temperature_one) {
     c.count = chunk_copies_of_first(chunks, samples, k);
   } else {
-    const std::int32_t max_count = chunk_runs(chunks, samples, k, s);
+    const std::int32_t max_count = chunk_runs(chunks, samples, k, order, s);
     const std::int64_t m = chunk_level(n, max_count);
     const std::int64_t slot = chunk_pick(s.counts.data(), std::int64_t(s.counts.size()), m, v);
     c.sample = s.firsts[std::size_t(slot)];
@@ -185,7 +205,7 @@ inline std::int64_t check_chunk_batch(const char* who, std::int64_t rows, std::i
 
 }  // namespace detail
 
-/// \brief The distinct chunks of one row in ascending key order, weighed at the level the batch
+/// \brief The distinct chunks of one row in the given order, weighed at the level the batch
 /// approximation would use; returns that level m = min(n, largest count).
 ///
 /// For inspection and tests: choose_chunk picks candidate c with probability weight_c / Σ weight.
@@ -194,15 +214,17 @@ inline std::int64_t check_chunk_batch(const char* who, std::int64_t rows, std::i
 /// \param k       tokens per chunk
 /// \param n       round(1/T), see batch_temperature_n
 /// \param out     receives the candidates (cleared first)
+/// \param order   how the candidates are listed (and walked by the choice)
 inline std::int64_t chunk_candidates(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, std::int64_t n,
-                                     std::vector<chunk_candidate>& out) {
+                                     std::vector<chunk_candidate>& out, chunk_order order = chunk_order::key) {
   MUNINN_CHECK(samples >= 1 && k >= 1 && n >= 1, "chunk_candidates: bad arguments samples = ", samples, ", k = ", k,
                ", n = ", n);
   detail::chunk_row_scratch s;
-  const std::int64_t m = chunk_level(n, detail::chunk_runs(chunks, samples, k, s));
+  const std::int64_t m = chunk_level(n, detail::chunk_runs(chunks, samples, k, order, s));
   out.clear();
   for (std::size_t r = 0; r < s.counts.size(); ++r)
-    out.push_back({s.firsts[r], s.counts[r], s.counts[r] >= m ? chunk_binomial(s.counts[r], m) : 0.0});
+    if (s.counts[r] > 0)
+      out.push_back({s.firsts[r], s.counts[r], s.counts[r] >= m ? chunk_binomial(s.counts[r], m) : 0.0});
   return m;
 }
 
@@ -211,27 +233,29 @@ inline std::int64_t chunk_candidates(const std::int32_t* chunks, std::int64_t sa
 /// At T == 1 exactly the result is sample 0 and v is not used (the reference draws one head
 /// sample). Otherwise n = round(1/T): identical chunks are counted, m = min(n, largest count)
 /// (the first m = n, n−1, …, 1 with a chunk occurring at least m times), the distinct chunks with
-/// count >= m are the candidates in ascending lexicographic order of their int32 ids, weighed
-/// C(count, m) in double, and the pick is the first candidate whose running weight sum exceeds
-/// v · W (chunk_pick).
+/// count >= m are the candidates, listed in `order` (by default ascending lexicographic order of
+/// their int32 ids; chunk_order::reference lists them by first appearance, as the reference's
+/// `Counter` does), weighed C(count, m) in double, and the pick is the first candidate whose
+/// running weight sum exceeds v · W (chunk_pick, which is `random.choices` given its uniform v).
 /// \param chunks      decoded samples [samples, k], row-major
 /// \param samples     N >= 1
 /// \param k           tokens per chunk, >= 1
 /// \param temperature T = 1/n for an integer n >= 1
 /// \param v           the choice uniform in [0, 1), normally chunk_choice_uniform(seed, position)
 /// \param out         receives the chosen k ids when not null
+/// \param order       how the candidates are listed before the choice
 /// \throws muninn::error for a temperature that is not 1/n, a bad shape, v outside [0, 1) or
 ///         weights that overflow double
 inline chunk_choice choose_chunk(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, double temperature,
-                                 double v, std::int32_t* out = nullptr) {
+                                 double v, std::int32_t* out = nullptr, chunk_order order = chunk_order::key) {
   const std::int64_t n = detail::check_chunk_batch("choose_chunk", 1, samples, k, temperature);
   MUNINN_CHECK(v >= 0.0 && v < 1.0, "choose_chunk: the choice uniform must lie in [0, 1), got ", v);
   detail::chunk_row_scratch s;
-  return detail::choose_chunk_row(chunks, samples, k, temperature == 1.0, n, v, out, s);
+  return detail::choose_chunk_row(chunks, samples, k, temperature == 1.0, n, order, v, out, s);
 }
 
 /// \brief The batch approximation for `rows` rows at once on the host; row r uses the choice
-/// uniform chunk_choice_uniform(seed, positions[r]).
+/// uniform chunk_choice_uniform(seed, positions[r]), or opt.uniforms[r] when given.
 /// \param be          the host backend (rows are spread over its threads)
 /// \param chunks      decoded samples [rows, samples, k], row-major
 /// \param rows        B
@@ -242,17 +266,20 @@ inline chunk_choice choose_chunk(const std::int32_t* chunks, std::int64_t sample
 /// \param positions   chunk position p of each row [rows] (names its kind-2 stream)
 /// \param out         the chosen ids [rows, k]
 /// \param choices     what was picked per row [rows], or null
-/// \throws muninn::error as choose_chunk
+/// \param opt         candidate order and given choice uniforms
+/// \throws muninn::error as choose_chunk (a given uniform outside [0, 1) included)
 inline void choose_chunks(const host_backend& be, const std::int32_t* chunks, std::int64_t rows, std::int64_t samples,
                           std::int64_t k, double temperature, std::uint64_t seed, const std::int64_t* positions,
-                          std::int32_t* out, chunk_choice* choices = nullptr) {
+                          std::int32_t* out, chunk_choice* choices = nullptr, const chunk_choice_options& opt = {}) {
   const std::int64_t n = detail::check_chunk_batch("choose_chunks", rows, samples, k, temperature);
   const bool one = temperature == 1.0;
+  if (opt.uniforms && !one) detail::check_choice_uniforms("choose_chunks", opt.uniforms, rows);
   be.parallel_for(rows, 8, [&](std::int64_t begin, std::int64_t end) {
     detail::chunk_row_scratch s;
     for (std::int64_t r = begin; r < end; ++r) {
-      const double v = one ? 0.0 : chunk_choice_uniform(seed, positions[r]);
-      const chunk_choice c = detail::choose_chunk_row(chunks + r * samples * k, samples, k, one, n, v, out + r * k, s);
+      const double v = one ? 0.0 : opt.uniforms ? opt.uniforms[r] : chunk_choice_uniform(seed, positions[r]);
+      const chunk_choice c =
+          detail::choose_chunk_row(chunks + r * samples * k, samples, k, one, n, opt.order, v, out + r * k, s);
       if (choices) choices[r] = c;
     }
   });

@@ -41,6 +41,24 @@ MUNINN_HOST_DEVICE MUNINN_INLINE int chunk_key_compare(const std::int32_t* a, co
   return 0;
 }
 
+/// \brief The order in which a row's candidate chunks are listed before the choice; with the same
+/// choice uniform, another order can pick another chunk (the distribution is the same).
+enum class chunk_order : int {
+  key,        ///< ascending lexicographic order of the K int32 ids (Muninn's default)
+  reference,  ///< first appearance among the row's samples, as the reference code lists them
+};
+
+/// \brief The slot of a distinct chunk in the row that chunk_pick reads: its rank among the
+/// row's distinct chunks sorted by key (`below`: how many samples hold a smaller key) in key
+/// order, its first sample index in reference order. Either way distinct chunks get distinct
+/// slots in [0, samples), in the order the choice walks them; the other slots stay empty.
+/// \param order  chunk_order::key or chunk_order::reference
+/// \param below  samples of the row whose chunk sorts below this chunk's key
+/// \param first  smallest sample index holding this chunk
+MUNINN_HOST_DEVICE MUNINN_INLINE std::int64_t chunk_slot(chunk_order order, std::int64_t below, std::int64_t first) {
+  return order == chunk_order::reference ? first : below;
+}
+
 /// \brief The level m of a row: min(n, largest count). It is the first m = n, n−1, …, 1 for
 /// which some chunk occurs at least m times.
 MUNINN_HOST_DEVICE MUNINN_INLINE std::int64_t chunk_level(std::int64_t n, std::int64_t max_count) {
@@ -49,13 +67,16 @@ MUNINN_HOST_DEVICE MUNINN_INLINE std::int64_t chunk_level(std::int64_t n, std::i
 
 /// \brief The choice rule of the batch approximation: the slot of the picked chunk.
 ///
-/// `counts[0..slots)` lists the distinct chunks of a row in ascending key order; a slot may hold 0
-/// (the device kernel leaves the slots of repeated copies empty), and slots with a count below m
-/// are no candidates. With weights w = C(count, m) of the candidates, W = Σ w summed in slot
+/// `counts[0..slots)` lists the distinct chunks of a row in the row's chunk_order (chunk_slot); a
+/// slot may hold 0 (the slots no distinct chunk maps to), and slots with a count below m are no
+/// candidates. With weights w = C(count, m) of the candidates, W = Σ w summed in slot
 /// order, the pick is the first candidate c with `v · W < w_0 + … + w_c` (running sum in the same
-/// order). Returns the last candidate if rounding ever let the running sum end at or below v · W
+/// order). This is also Python's `random.choices(candidates, weights)` given its uniform v: it
+/// accumulates the integer weights exactly, rounds their total W to double, and bisects
+/// v · W (one correctly rounded product) against the running sums; the two agree bit for bit while
+/// W < 2^53 (every running sum is then an exact double), e.g. for N = 200 samples at n <= 9. Returns the last candidate if rounding ever let the running sum end at or below v · W
 /// (it cannot for 0 ≤ v < 1 and a finite W > 0), and −1 when no slot is a candidate.
-/// \param counts copies of each distinct chunk, in key order
+/// \param counts copies of each distinct chunk, in the row's chunk order
 /// \param slots  entries of `counts`
 /// \param m      the level, >= 1
 /// \param v      the choice uniform in [0, 1)

@@ -77,6 +77,28 @@ void check_prompt(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
       fail_as(error_kind::usage, "the prompt: token id ", ids[i], " at index ", i, " is out of range for vocab_size ", vocab);
 }
 
+// --noise FILE.npy: float32 [steps, S, noise_size], step s feeding the s-th generated chunk.
+std::vector<float> read_given_noise(const std::string& path, std::int64_t S, std::int64_t noise_size, bool used,
+                                    const std::string& flag) {
+  io::npy_array<float> a = as_kind(error_kind::usage, [&] { return io::read_npy_f32(path); });
+  if (used && (a.shape.size() != 3 || a.shape[0] < 1 || a.shape[1] != S || a.shape[2] != noise_size))
+    fail_as(error_kind::usage, flag, " ", path, ": shape ", io::detail::shape_text(a.shape), ", expected (steps, ", S,
+            ", ", noise_size, "): steps >= 1, ", S == 1 ? "1 head sample per step at T = 1" : "--num-samples per step",
+            ", the model's noise_size");
+  return std::move(a.data);
+}
+
+// --uniforms FILE.npy: float64 [steps], each in [0, 1).
+std::vector<double> read_given_uniforms(const std::string& path, const std::string& flag) {
+  io::npy_array<double> a = as_kind(error_kind::usage, [&] { return io::read_npy_f64(path); });
+  if (a.shape.size() != 1 || a.shape[0] < 1)
+    fail_as(error_kind::usage, flag, " ", path, ": shape ", io::detail::shape_text(a.shape), ", expected (steps,)");
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    if (!(a.data[i] >= 0.0 && a.data[i] < 1.0))
+      fail_as(error_kind::usage, flag, " ", path, ": value ", i, " is ", a.data[i], ", outside [0, 1)");
+  return std::move(a.data);
+}
+
 // A CALM model: generate, BrierLM, the autoencoder.
 class calm_loaded final : public loaded_model {
  public:
@@ -104,8 +126,14 @@ class calm_loaded final : public loaded_model {
     g.num_samples = o.integer("num-samples");
     g.max_draws = o.integer("max-draws");
     g.seed = std::uint64_t(o.integer("seed"));
+    g.order = o.choice("chunk-order") == "reference" ? chunk_order::reference : chunk_order::key;
+    const bool batch = g.temperature != 1.0 && g.sampler == calm_sampler::approximate;
+    if (o.has("noise"))  // the exact sampler takes none: check_calm_options below says so
+      g.noise = read_given_noise(o.text("noise"), batch ? g.num_samples : 1, m_.config().noise_size,
+                                 batch || g.temperature == 1.0, o.spelled("noise"));
+    if (o.has("uniforms")) g.uniforms = read_given_uniforms(o.text("uniforms"), o.spelled("uniforms"));
     as_kind(error_kind::usage, [&] {  // the sampler's temperature rule, before any work
-      muninn::detail::check_calm_temperature(g);
+      muninn::detail::check_calm_options(g, m_.config().noise_size);
       return 0;
     });
     const std::int64_t pad = m_.config().pad_id;

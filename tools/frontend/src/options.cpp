@@ -173,6 +173,16 @@ std::vector<option_spec> generate_options() {
       integer("num-samples", "N", "CALM, --sampler approx: head samples per step", 1, 1 << 24, "200", "", calm),
       integer("max-draws", "N", "CALM, --sampler exact: head samples per step before giving up", 1, 1LL << 40, "1048576",
               "", calm),
+      choice("chunk-order", {"key", "reference"},
+             "CALM, --sampler approx: candidate order before the choice (reference: first appearance among the "
+             "samples, as the authors' code; with --uniforms it reproduces their picks)",
+             "key", calm),
+      text("noise", "FILE.npy",
+           "CALM: given head noise instead of the seed's, float32 [steps, S, noise_size] (S = 1 at T = 1, else "
+           "--num-samples)",
+           calm),
+      text("uniforms", "FILE.npy", "CALM, --sampler approx below T = 1: given choice uniforms in [0, 1), float64 [steps]",
+           calm),
       ae_option(),
       integer("inner-recurrence", "N", "parallel: recurrences per sampler step", 1, 1024, "4", "", recurrent),
       integer("headway", "N", "parallel: positions the wavefront grows by per step", 1, 1 << 20, "1", "", recurrent),

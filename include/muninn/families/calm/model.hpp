@@ -108,18 +108,42 @@ class calm_model {
                         S * cfg_.patch_size);
   }
 
+  /// \brief S samples from one hidden state [d] with the noise given ([S, noise_size], e.g. a
+  /// reference run's), decoded to tokens: [S, K] ids.
+  std::vector<std::int32_t> sample_chunks_with_noise(const std::vector<float>& hidden, const std::vector<float>& noise,
+                                                     std::int64_t S) {
+    check_one_row(hidden);
+    check_noise(noise, S);
+    return download_ids(decoded_samples(hidden, noise, 1, S), S * cfg_.patch_size);
+  }
+
   /// \brief The batch approximation at chunk position `p`: samples 0 … N−1 from one hidden
   /// state [d], decoded, counted and chosen on the backend (`choose_chunks`, ops/chunk_choice.hpp);
   /// only the K chosen ids cross to the host.
+  /// \param order   how the candidates are listed before the choice
+  /// \param noise   the head noise [N, noise_size], or empty for calm_noise(seed, p, 0, N)
+  /// \param uniform the choice uniform in [0, 1), or null for chunk_choice_uniform(seed, p)
   std::vector<std::int32_t> choose_by_count(const std::vector<float>& hidden, std::int64_t p, std::uint64_t seed,
-                                            std::int64_t N, double temperature) {
+                                            std::int64_t N, double temperature,
+                                            chunk_order order = chunk_order::key,
+                                            const std::vector<float>& noise = {}, const double* uniform = nullptr) {
     check_one_row(hidden);
     const std::int64_t K = cfg_.patch_size;
-    const std::int32_t* ids = decoded_samples(hidden, calm_noise(seed, p, 0, N, cfg_.noise_size), 1, N);
+    if (!noise.empty()) check_noise(noise, N);
+    const std::int32_t* ids =
+        decoded_samples(hidden, noise.empty() ? calm_noise(seed, p, 0, N, cfg_.noise_size) : noise, 1, N);
     if (positions_.size() == 0) positions_ = be_.template alloc<std::int64_t>(1);
     be_.upload(positions_.data(), &p, 1);
+    chunk_choice_options opt;
+    opt.order = order;
+    if (uniform) {
+      detail::check_choice_uniforms("calm", uniform, 1);
+      if (uniforms_.size() == 0) uniforms_ = be_.template alloc<double>(1);
+      be_.upload(uniforms_.data(), uniform, 1);
+      opt.uniforms = uniforms_.data();
+    }
     std::int32_t* chosen = scratch_.ids(be_, 3, std::size_t(K));
-    choose_chunks(be_, ids, 1, N, K, temperature, seed, positions_.data(), chosen);
+    choose_chunks(be_, ids, 1, N, K, temperature, seed, positions_.data(), chosen, nullptr, opt);
     return download_ids(chosen, K);
   }
 
@@ -168,6 +192,10 @@ class calm_model {
                  " values, not a positive multiple of hidden_size ", d);
     return n;
   }
+  void check_noise(const std::vector<float>& noise, std::int64_t S) const {
+    MUNINN_CHECK(std::int64_t(noise.size()) == S * cfg_.noise_size, "calm: the given noise holds ", noise.size(),
+                 " values; ", S, " samples x noise_size ", cfg_.noise_size, " expected");
+  }
   void check_one_row(const std::vector<float>& hidden) const {
     MUNINN_CHECK(std::int64_t(hidden.size()) == cfg_.backbone.n_embd, "calm: one hidden row of ",
                  cfg_.backbone.n_embd, " values expected, got ", hidden.size());
@@ -212,6 +240,7 @@ class calm_model {
   chunk_autoencoder<Backend, T> ae_;
   calm_scratch<Backend, T> scratch_;
   typename Backend::template buffer<std::int64_t> positions_;  // the chosen row's chunk position
+  typename Backend::template buffer<double> uniforms_;        // a given choice uniform
 };
 
 }  // namespace muninn

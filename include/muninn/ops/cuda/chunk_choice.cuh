@@ -22,16 +22,17 @@ inline constexpr std::int64_t chunk_choice_smem_limit = 48 * 1024 - 256;
 
 /// \brief One block per row. Thread i finds, by comparing chunk i with all N chunks of the row,
 /// its copies and how many chunks sort below it: that is the start of its run in the row sorted
-/// by key, so the run's first sample writes its count and index into that slot (a rank sort; the
-/// other slots stay 0). Thread 0 then applies chunk_level and chunk_pick to the slots, which hold
-/// the distinct chunks in ascending key order exactly like the host's runs.
+/// by key. The run's first sample writes its count and index into its chunk_slot (in key order
+/// that start, a rank sort; in reference order its own index i; the other slots stay 0). Thread 0
+/// then applies chunk_level and chunk_pick to the slots, which hold the distinct chunks in the
+/// same order as the host's slots.
 ///
 /// Shared memory: counts [N], firsts [N], and the row's ids [N, K] when `staged`.
 template <int Unused = 0>
 __global__ void __launch_bounds__(chunk_choice_threads)
     choose_chunks_kernel(const std::int32_t* chunks, std::int64_t samples, std::int64_t k, bool temperature_one,
-                         std::int64_t n, std::uint64_t seed, const std::int64_t* positions, bool staged,
-                         std::int32_t* out, chunk_choice* choices) {
+                         std::int64_t n, chunk_order order, std::uint64_t seed, const std::int64_t* positions,
+                         const double* uniforms, bool staged, std::int32_t* out, chunk_choice* choices) {
   extern __shared__ std::int32_t smem[];
   __shared__ std::int32_t max_count;
   std::int32_t* counts = smem;
@@ -72,8 +73,9 @@ __global__ void __launch_bounds__(chunk_choice_threads)
       }
     }
     if (first) {
-      counts[below] = copies;
-      firsts[below] = std::int32_t(i);
+      const std::int64_t slot = chunk_slot(order, below, i);
+      counts[slot] = copies;
+      firsts[slot] = std::int32_t(i);
       atomicMax(&max_count, copies);
     }
   }
@@ -81,7 +83,8 @@ __global__ void __launch_bounds__(chunk_choice_threads)
 
   if (threadIdx.x == 0) {
     const std::int64_t m = chunk_level(n, max_count);
-    const double v = uniform01_at(stream_seed(seed, chunk_choice_stream_kind, std::uint64_t(positions[r])), 0);
+    const double v = uniforms ? uniforms[r]
+                              : uniform01_at(stream_seed(seed, chunk_choice_stream_kind, std::uint64_t(positions[r])), 0);
     const std::int64_t slot = chunk_pick(counts, samples, m, v);
     const std::int32_t s = firsts[slot];
     for (std::int64_t t = 0; t < k; ++t) out[r * k + t] = keys[std::int64_t(s) * k + t];
@@ -112,10 +115,12 @@ inline constexpr std::int64_t cuda_chunk_choice_max_samples = detail::gpu::chunk
 /// \param positions   device chunk position p of each row [rows] (names its kind-2 stream)
 /// \param out         device chosen ids [rows, k]
 /// \param choices     device chunk_choice per row [rows], or null
+/// \param opt         candidate order, and given choice uniforms as device memory [rows]; the
+///                    caller checks that they lie in [0, 1) (the host cannot read them here)
 /// \throws muninn::error as the host version, or for N above cuda_chunk_choice_max_samples
 inline void choose_chunks(const cuda_backend& be, const std::int32_t* chunks, std::int64_t rows, std::int64_t samples,
                           std::int64_t k, double temperature, std::uint64_t seed, const std::int64_t* positions,
-                          std::int32_t* out, chunk_choice* choices = nullptr) {
+                          std::int32_t* out, chunk_choice* choices = nullptr, const chunk_choice_options& opt = {}) {
   using namespace detail::gpu;
   const std::int64_t n = detail::check_chunk_batch("choose_chunks (CUDA)", rows, samples, k, temperature);
   MUNINN_CHECK(samples <= cuda_chunk_choice_max_samples, "choose_chunks (CUDA): samples = ", samples,
@@ -127,7 +132,7 @@ inline void choose_chunks(const cuda_backend& be, const std::int32_t* chunks, st
   const bool staged = base + keys <= chunk_choice_smem_limit;
   const std::size_t smem = std::size_t(staged ? base + keys : base);
   choose_chunks_kernel<0><<<unsigned(rows), chunk_choice_threads, smem, be.stream()>>>(
-      chunks, samples, k, temperature == 1.0, n, seed, positions, staged, out, choices);
+      chunks, samples, k, temperature == 1.0, n, opt.order, seed, positions, opt.uniforms, staged, out, choices);
   MUNINN_CUDA_CHECK_LAUNCH("choose_chunks_kernel");
 }
 
