@@ -16,7 +16,7 @@
 namespace muninn::frontend {
 
 /// \brief What a front end asks of a model: one entry per CLI command.
-enum class operation { info, forward, generate, score, eval, demo, solve, ae, tokenize };
+enum class operation { info, forward, generate, score, eval, demo, solve, ae, tokenize, serve };
 
 /// \brief The CLI name of an operation ("generate").
 const char* operation_name(operation op);
