@@ -9,7 +9,7 @@
 
 #include "muninn/core/dtype.hpp"
 #include "muninn/core/tensor.hpp"
-#include "muninn/model/arch.hpp"
+#include "muninn/families/huginn/arch.hpp"
 
 using namespace muninn;
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "muninn/io/config_json.hpp"
-#include "muninn/io/huginn_names.hpp"
+#include "muninn/families/huginn/config.hpp"
+#include "muninn/families/huginn/names.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/mapped_file.hpp"
 #include "muninn/io/npy.hpp"

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "muninn/families/mor/arch.hpp"
+#include "muninn/families/mor/sharing_map.hpp"
+#include "muninn/families/mor/yaml.hpp"
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/depthwise_batching.hpp"
-#include "muninn/policies/sharing_map.hpp"
-#include "muninn/io/mor_yaml.hpp"
 #include "test_io_util.hpp"
 #include "test_util.hpp"
 

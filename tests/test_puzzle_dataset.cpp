@@ -1,4 +1,4 @@
-// Tests for io/puzzle_dataset.hpp: the TRM / HRM reference builders' .npy datasets. Oracles: the
+// Tests for families/trm/puzzle_dataset.hpp: the TRM / HRM reference builders' .npy datasets. Oracles: the
 // fixtures of tools/reference/make_trm_fixtures.py (tests/data/trm/data, and the batches its
 // expected.json files record, collated by the reference's rules in Python), and hostile splits
 // written here file by file.
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/npy.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
 #include "test_io_util.hpp"
 
 namespace fs = std::filesystem;

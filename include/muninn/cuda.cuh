@@ -29,4 +29,4 @@
 #include "muninn/ops/cuda/rope.cuh"
 #include "muninn/ops/cuda/softmax.cuh"
 #include "muninn/ops/cuda/transpose.cuh"
-#include "muninn/runtime/cuda/chunk_sampling.cuh"
+#include "muninn/ops/cuda/chunk_choice.cuh"

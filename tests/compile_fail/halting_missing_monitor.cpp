@@ -1,5 +1,5 @@
 // Must NOT compile: a halting policy with no per-call exit test (`monitor`).
-#include "muninn/model/arch.hpp"
+#include "muninn/families/huginn/arch.hpp"
 struct no_monitor {
   using slot = muninn::slot::halting;
   static constexpr const char* name = "no_monitor";

@@ -1,5 +1,5 @@
 // Must NOT compile: a user's per-token halting rule without `update`.
-#include "muninn/model/arch.hpp"
+#include "muninn/families/huginn/arch.hpp"
 struct no_update {
   static constexpr const char* name = "no_update";
   struct tracker {};

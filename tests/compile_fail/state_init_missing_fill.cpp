@@ -1,5 +1,5 @@
 // Must NOT compile: a state init policy placed by position that has no `fill`.
-#include "muninn/model/arch.hpp"
+#include "muninn/families/huginn/arch.hpp"
 struct no_fill {
   static constexpr const char* name = "no_fill";
 };

@@ -1,5 +1,5 @@
 // Must NOT compile: arch<>::with<> places a policy by its slot tag, and this one has none.
-#include "muninn/model/arch.hpp"
+#include "muninn/families/huginn/arch.hpp"
 struct untagged {
   static constexpr const char* name = "untagged";
 };

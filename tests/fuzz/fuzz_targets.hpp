@@ -18,21 +18,22 @@
 
 #include "muninn/core/error.hpp"
 #include "muninn/families/calm/config.hpp"
+#include "muninn/families/huginn/config.hpp"
+#include "muninn/families/huginn/names.hpp"
 #include "muninn/families/llama/config.hpp"
 #include "muninn/families/llama/names.hpp"
 #include "muninn/families/mor/config.hpp"
 #include "muninn/families/mor/names.hpp"
+#include "muninn/families/mor/yaml.hpp"
 #include "muninn/families/trm/config.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/io/chat_template.hpp"
-#include "muninn/io/mor_yaml.hpp"
-#include "muninn/io/torch_file.hpp"
 #include "muninn/io/config_json.hpp"
-#include "muninn/io/huginn_names.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/npy.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/tokenizer.hpp"
+#include "muninn/io/torch_file.hpp"
 
 namespace muninn_fuzz {
 

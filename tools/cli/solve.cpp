@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "cli_common.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "progress.hpp"
 #include "solve.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "muninn/frontend/model.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 
 namespace muninn::cli {
 

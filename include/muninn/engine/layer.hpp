@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "muninn/engine/layer_weights.hpp"
 #include "muninn/engine/rows.hpp"
-#include "muninn/model/weights.hpp"
 #include "muninn/ops/bias.hpp"
 #include "muninn/ops/ops.hpp"
 

@@ -5,11 +5,11 @@
 
 #include <type_traits>
 
-#include "muninn/families/huginn/family.hpp"
 #include "muninn/policies/concepts.hpp"
 #include "muninn/policies/input.hpp"
 #include "muninn/policies/recurrence.hpp"
 #include "muninn/policies/rope.hpp"
+#include "muninn/policies/router.hpp"
 #include "muninn/policies/sharing.hpp"
 
 namespace muninn {
@@ -17,31 +17,32 @@ namespace muninn {
 template <class Arch, class... Policies>
 struct arch_with;
 
-/// \brief A model structure: one type per policy slot, with Huginn's choices as defaults.
+/// \brief A model structure: one type per policy slot.
 ///
 /// \tparam Block      BlockPolicy (`block::sandwich`, `block::pre_norm`)
 /// \tparam Injection  InjectionPolicy (`injection::concat_linear`, `injection::add`, `injection::none`)
 /// \tparam StateInit  StateInitPolicy (`state_init::truncated_normal`, `zero`, `given`)
 /// \tparam Sharing    SharingPolicy (`sharing::recurrent_core`, `sharing::none`)
-/// \tparam Router     RouterPolicy (`router::none`)
-/// \tparam KvCache    KvCachePolicy (`kv_cache::per_layer_slot`, `kv_cache::per_layer`)
+/// \tparam Router     RouterPolicy (`router::none`, `router::expert_choice`, `router::token_choice`)
+/// \tparam KvCache    KvCachePolicy (`kv_cache::per_layer_slot`, `kv_cache::per_layer`, `kv_cache::recursion_wise`)
 /// \tparam Halting    HaltingPolicy (`halting::fixed`, `halting::adaptive`, `halting::kl_divergence`)
-/// \tparam Head       HeadPolicy (`head::softmax`)
+/// \tparam Head       HeadPolicy (`head::softmax`, `head::final_norm`)
 /// \tparam Input      InputPolicy (`input::scaled_embedding`, `input::embedding`)
 /// \tparam Rope       RopePolicy (`rope::interleaved`, `rope::half`)
-/// \tparam Recurrence RecurrencePolicy (`recurrence::core_loop`, `recurrence::none`)
-/// \tparam Family     FamilyPolicy (`family::huginn`, `family::llama`): how checkpoints are read
+/// \tparam Recurrence RecurrencePolicy (`recurrence::core_loop`, `recurrence::none`, `recurrence::mixture`)
+/// \tparam Family     FamilyPolicy (`family::huginn`, `family::llama`, `family::mor`): how checkpoints are read
 ///
 /// Every slot is checked against its concept by detection, so a policy written in user code
 /// fits without a library edit; a type that does not fit fails to compile with a
 /// `static_assert` naming the slot and the missing member. Change slots by name with
 /// `with<P...>`: `huginn_arch::with<halting::kl_divergence>` replaces the Halting slot
 /// (each policy names its slot with `using slot = slot::halting;`).
-template <class Block = block::sandwich, class Injection = injection::concat_linear,
-          class StateInit = state_init::truncated_normal, class Sharing = sharing::recurrent_core,
-          class Router = router::none, class KvCache = kv_cache::per_layer_slot, class Halting = halting::fixed,
-          class Head = head::softmax, class Input = input::scaled_embedding, class Rope = rope::interleaved,
-          class Recurrence = recurrence::core_loop, class Family = family::huginn>
+///
+/// The slots have no defaults here: the defaults are Huginn's choices, so Huginn's family gives
+/// them (`families/huginn/arch.hpp`, which `muninn/muninn.hpp` includes): `arch<block::pre_norm>`
+/// is Huginn with pre-norm blocks. Nothing on this floor knows a family.
+template <class Block, class Injection, class StateInit, class Sharing, class Router, class KvCache, class Halting,
+          class Head, class Input, class Rope, class Recurrence, class Family>
 struct arch {
   static_assert(check_block_policy<Block>());
   static_assert(check_injection_policy<Injection>());
@@ -118,12 +119,5 @@ struct arch_with<Arch, P, Rest...> {
                 "muninn::arch::with: a policy needs `using slot = muninn::slot::<name>;` to be placed by name");
   using type = typename arch_with<typename arch_replace<Arch, P>::type, Rest...>::type;  ///< the result
 };
-
-/// \brief Huginn-0125 (Geiping et al. 2025): sandwich blocks, concat adapter, random state,
-/// recurrent core, fixed depth.
-using huginn_arch = arch<>;
-
-/// \brief Huginn with per-token early exit compiled in (criterion chosen per call): what the CLI runs.
-using huginn_adaptive_arch = huginn_arch::with<halting::adaptive>;
 
 }  // namespace muninn

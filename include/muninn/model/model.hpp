@@ -26,12 +26,13 @@ namespace muninn {
 ///
 /// \tparam Backend models Backend (`host_backend`, `cuda_backend`): memory and launch.
 /// \tparam T       storage and compute type: `float` (host and CUDA) or `bf16` (CUDA).
-/// \tparam Arch    an `arch<...>` naming the policies; `huginn_arch` by default.
+/// \tparam Arch    an `arch<...>` naming the policies. `families/huginn/arch.hpp` (included by
+///                 `muninn/muninn.hpp`) makes `float` and `huginn_arch` the defaults of T and Arch.
 ///
 /// Sizes come from config.json at run time; structure from Arch at compile time. The model owns
 /// its weights and is immutable after construction; per-sequence state (KV cache) lives in an
 /// `inference_context`, activations in a `workspace`.
-template <class Backend, class T = float, class Arch = huginn_arch>
+template <class Backend, class T, class Arch>
 class model {
   static_assert(!std::is_same_v<typename Backend::tag, host_tag> || std::is_same_v<T, float>,
                 "muninn::model: host_backend computes in fp32; use model<host_backend, float, Arch>");

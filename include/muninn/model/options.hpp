@@ -6,7 +6,8 @@
 #include <functional>
 #include <vector>
 
-#include "muninn/model/halting.hpp"
+#include "muninn/policies/halting_options.hpp"
+#include "muninn/policies/router.hpp"
 #include "muninn/policies/state_init.hpp"
 
 namespace muninn {
@@ -32,12 +33,6 @@ struct input_blend {
   const float* previous = nullptr;       ///< [rows, h] host memory: earlier embeddings of the first fed tokens
   std::int64_t rows = 0;                 ///< how many fed tokens have a previous embedding
   std::vector<float>* mixed = nullptr;   ///< receives the blended embeddings [n_tokens, h] when set
-};
-
-/// \brief How a router (Mixture-of-Recursions) picks the tokens of each recursion.
-enum class routing_mode {
-  causal,   ///< per token, from its own router output: what decoding needs (Muninn's rule, see docs/mor.md)
-  scoring,  ///< the reference's: top-k over each whole sequence fed in one call (not causal)
 };
 
 /// \brief Per-call options of a forward pass.

@@ -11,5 +11,6 @@
 #include "muninn/policies/kv_cache.hpp"
 #include "muninn/policies/recurrence.hpp"
 #include "muninn/policies/rope.hpp"
+#include "muninn/policies/router.hpp"
 #include "muninn/policies/sharing.hpp"
 #include "muninn/policies/state_init.hpp"

@@ -24,7 +24,7 @@
 #include "muninn/core/error.hpp"
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
-#include "muninn/model/halting.hpp"
+#include "muninn/policies/halting_options.hpp"
 #include "muninn/ops/ops.hpp"
 #include "muninn/policies/detect.hpp"
 

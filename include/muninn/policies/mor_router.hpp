@@ -19,9 +19,9 @@
 #include "muninn/engine/kv_cache.hpp"
 #include "muninn/engine/routing.hpp"
 #include "muninn/engine/transfer.hpp"
-#include "muninn/model/options.hpp"
 #include "muninn/ops/ops.hpp"
 #include "muninn/policies/detect.hpp"
+#include "muninn/policies/router.hpp"
 
 namespace muninn {
 namespace router {

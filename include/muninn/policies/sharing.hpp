@@ -1,10 +1,9 @@
 #pragma once
 /// \file
-/// \brief SharingPolicy (the "sharing" slot) and RouterPolicy (the "router" slot).
+/// \brief SharingPolicy (the "sharing" slot).
 ///
 /// Concept SharingPolicy: `slot` = slot::sharing, `name`, `recurrent` (whether a group of layers
-/// runs more than once). Concept RouterPolicy: `slot` = slot::router, `name`, `routes` (whether
-/// tokens may take different depths by routing).
+/// runs more than once).
 
 #include "muninn/policies/detect.hpp"
 
@@ -25,15 +24,5 @@ struct none {
   static constexpr const char* name = "none";  ///< spelling used in messages
 };
 }  // namespace sharing
-
-/// \brief Which tokens take which recursion.
-namespace router {
-/// \brief Every token runs every step.
-struct none {
-  using slot = muninn::slot::router;           ///< fills the Router slot
-  static constexpr bool routes = false;        ///< whether tokens may take different depths by routing
-  static constexpr const char* name = "none";  ///< spelling used in messages
-};
-}  // namespace router
 
 }  // namespace muninn

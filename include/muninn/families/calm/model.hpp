@@ -16,7 +16,7 @@
 #include "muninn/families/calm/checkpoint.hpp"
 #include "muninn/families/calm/energy_head.hpp"
 #include "muninn/families/llama/arch.hpp"
-#include "muninn/runtime/chunk_sampling.hpp"
+#include "muninn/ops/chunk_choice.hpp"
 #include "muninn/model/model.hpp"
 
 namespace muninn {
@@ -109,7 +109,7 @@ class calm_model {
   }
 
   /// \brief The batch approximation at chunk position `p`: samples 0 … N−1 from one hidden
-  /// state [d], decoded, counted and chosen on the backend (chunk_sampling's `choose_chunks`);
+  /// state [d], decoded, counted and chosen on the backend (`choose_chunks`, ops/chunk_choice.hpp);
   /// only the K chosen ids cross to the host.
   std::vector<std::int32_t> choose_by_count(const std::vector<float>& hidden, std::int64_t p, std::uint64_t seed,
                                             std::int64_t N, double temperature) {

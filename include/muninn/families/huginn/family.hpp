@@ -6,8 +6,9 @@
 #include <string>
 
 #include "muninn/core/config.hpp"
-#include "muninn/io/config_json.hpp"
-#include "muninn/io/huginn_names.hpp"
+#include "muninn/families/huginn/config.hpp"
+#include "muninn/families/huginn/names.hpp"
+#include "muninn/families/huginn/weights.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"

@@ -12,7 +12,7 @@
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/float_setting.hpp"
 #include "muninn/io/json.hpp"
-#include "muninn/policies/sharing_map.hpp"
+#include "muninn/families/mor/sharing_map.hpp"
 
 namespace muninn::io {
 namespace detail {

@@ -10,7 +10,7 @@
 #include "muninn/families/mor/config.hpp"
 #include "muninn/families/mor/names.hpp"
 #include "muninn/families/mor/weights.hpp"
-#include "muninn/io/mor_yaml.hpp"
+#include "muninn/families/mor/yaml.hpp"
 #include "muninn/io/json.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"

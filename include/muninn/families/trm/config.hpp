@@ -20,12 +20,12 @@
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/io/checked.hpp"
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/float_setting.hpp"
 #include "muninn/io/json.hpp"
-#include "muninn/io/mor_yaml.hpp"
-#include "muninn/io/puzzle_dataset.hpp"
+#include "muninn/io/yaml.hpp"
 
 namespace muninn {
 

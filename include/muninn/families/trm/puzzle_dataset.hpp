@@ -39,7 +39,7 @@
 #include "muninn/io/npy.hpp"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "muninn/io/puzzle_dataset.hpp reads little-endian arrays in place and needs a little-endian host"
+#error "muninn/families/trm/puzzle_dataset.hpp reads little-endian arrays in place and needs a little-endian host"
 #endif
 
 namespace muninn::io {

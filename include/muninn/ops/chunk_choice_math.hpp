@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// \brief The arithmetic of the batch approximation of chunk temperature sampling (CALM's
-/// Algorithm 2), shared by the host sampler (runtime/chunk_sampling.hpp) and the CUDA kernel
-/// (runtime/cuda/chunk_sampling.cuh) so that both pick the same chunk bit for bit.
+/// Algorithm 2), shared by the host sampler (ops/chunk_choice.hpp) and the CUDA kernel
+/// (ops/cuda/chunk_choice.cuh) so that both pick the same chunk bit for bit.
 ///
 /// Every double operation is a correctly rounded `detail::rn_*` primitive of core/random.hpp and
 /// no product feeds a sum, so nvcc and g++ cannot contract or reorder differently.

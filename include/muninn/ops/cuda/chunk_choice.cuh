@@ -2,13 +2,13 @@
 /// \file
 /// \brief The batch approximation of chunk temperature sampling (CALM's Algorithm 2) on the CUDA
 /// backend: counting, weighing and the choice all run on the device, so only the chosen [B, K] ids
-/// need to cross to the host. The host version and the rules are in runtime/chunk_sampling.hpp;
-/// both use the arithmetic of runtime/chunk_sampling_math.hpp and pick the same samples.
+/// need to cross to the host. The host version and the rules are in ops/chunk_choice.hpp;
+/// both use the arithmetic of ops/chunk_choice_math.hpp and pick the same samples.
 
 #include <cstdint>
 
 #include "muninn/ops/cuda/common.cuh"
-#include "muninn/runtime/chunk_sampling.hpp"
+#include "muninn/ops/chunk_choice.hpp"
 
 namespace muninn {
 namespace detail {
