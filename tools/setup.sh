@@ -15,7 +15,12 @@ command -v doxygen >/dev/null || need+=(doxygen)
 [ -f /usr/include/yaml-cpp/yaml.h ] || need+=(libyaml-cpp-dev)
 [ -f /usr/include/httplib.h ] || need+=(libcpp-httplib-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# The Python module (tools/python_test.sh) and the server tests (tools/server_venv.sh): a virtual
+# environment with pip; the module also needs Python's headers.
+command -v python3 >/dev/null || need+=(python3)
 python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
+python3 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \
+  2>/dev/null || need+=(python3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -126,10 +126,7 @@ int cmd_generate(const parsed& p) {
   else
     prompt = fe::encode_rendered(*m, m->info().path, fe::render_chat(m->info().path, chat_messages(p, "--chat"), "--chat"),
                                  "--chat");
-  std::vector<std::int32_t> stops;
-  if (fe::find_option(fe::operation::generate, "stop") && p.options.has("stop")) stops = p.options.ids("stop");
-  if (!p.options.flag("ignore-eos"))
-    for (auto id : m->eos_ids()) stops.push_back(id);
+  const std::vector<std::int32_t> stops = fe::stop_ids(*m, p.options);
   const std::string stream = p.options.choice("stream");
   const bool text = which != "--tokens" && m->tokenizer();
   const bool streaming = stream == "on" || (stream == "auto" && isatty(STDOUT_FILENO) == 1);

@@ -2,6 +2,7 @@
 // head and the chunk autoencoder) or an autoencoder folder on its own (`muninn ae`).
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -24,18 +25,50 @@ std::string str(A&&... a) {
   return os.str();
 }
 
-// The chunk autoencoder round trip, on the model's own autoencoder or a folder's.
+// The chunk autoencoder, on the model's own autoencoder or a folder's. Inputs are checked here
+// (usage errors) before the autoencoder's own checks could report them as internal errors.
 class calm_ae final : public calm_extras {
  public:
   explicit calm_ae(ae_host* ae) : ae_(ae) {}
   std::int64_t patch_size() const override { return ae_->config().patch_size; }
+  std::int64_t latent_size() const override { return ae_->config().latent_size; }
   std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) const override {
+    check_chunks(ids);
     return ae_->reconstruct(ids);
+  }
+  std::vector<float> encode(const std::vector<std::int32_t>& ids) const override {
+    check_chunks(ids);
+    return ae_->encode(ids);
+  }
+  std::vector<float> decode_logits(const std::vector<float>& z) const override {
+    check_latents(z);
+    return ae_->decode_logits(z);
+  }
+  std::vector<std::int32_t> decode(const std::vector<float>& z) const override {
+    check_latents(z);
+    return ae_->decode(z);
   }
   std::int64_t pad_id() const override { return ae_->config().pad_id; }
   const std::string& autoencoder_source() const override { return ae_->config().source; }
 
  private:
+  void check_chunks(const std::vector<std::int32_t>& ids) const {
+    const std::int64_t K = patch_size(), V = ae_->config().vocab_size;
+    if (ids.empty() || std::int64_t(ids.size()) % K != 0)
+      fail_as(error_kind::usage, "the autoencoder's input: ", ids.size(), " tokens is not a positive multiple of the "
+              "chunk size ", K);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= V)
+        fail_as(error_kind::usage, "the autoencoder's input: token id ", ids[i], " at index ", i,
+                " is out of range for vocab_size ", V);
+  }
+  void check_latents(const std::vector<float>& z) const {
+    const std::int64_t l = latent_size();
+    if (z.empty() || std::int64_t(z.size()) % l != 0)
+      fail_as(error_kind::usage, "the latents: ", z.size(), " values is not a positive multiple of the latent size ", l);
+    for (std::size_t i = 0; i < z.size(); ++i)
+      if (!std::isfinite(z[i])) fail_as(error_kind::usage, "the latents: value ", i, " is ", z[i]);
+  }
   ae_host* ae_;
 };
 
@@ -285,6 +318,16 @@ model_info calm_info(const model_folder& f, calm_host& m) {
 
 }  // namespace
 
+std::vector<std::int32_t> calm_extras::padded(std::vector<std::int32_t> ids) const {
+  const std::size_t K = std::size_t(patch_size());
+  if (ids.size() % K == 0) return ids;
+  if (pad_id() < 0)
+    fail_as(error_kind::usage, autoencoder_source(), ": ", ids.size(), " tokens need padding to a multiple of ", K,
+            " but the config has no pad_token_id");
+  ids.resize((ids.size() / K + 1) * K, std::int32_t(pad_id()));
+  return ids;
+}
+
 bool calm_family::recognizes(const model_folder& f) {
   return f.config && (io::is_calm_config(*f.config) || io::is_autoencoder_config(*f.config));
 }
@@ -307,7 +350,7 @@ std::string calm_family::redirect(operation op) {
 std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const option_values& o) {
   (void)detail::device_of(o);
   if (is_autoencoder_folder(f)) {
-    if (o.op() != operation::ae && o.op() != operation::info)
+    if (o.op() != operation::ae && o.op() != operation::info && o.op() != operation::load)
       fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own: muninn ae runs it; give the CALM "
               "model's folder (with --ae ", f.dir, ") to ", operation_name(o.op()));
     ae_host ae = as_kind(error_kind::checkpoint, [&] { return ae_host::load(f.dir); });
