@@ -8,6 +8,7 @@ command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v ccache >/dev/null || need+=(ccache)
 command -v doxygen >/dev/null || need+=(doxygen)
+command -v python3 >/dev/null || need+=(python3)  # tools/cuda_run.sh reads JSON reports with it
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
 [ -f /usr/include/gmock/gmock.h ] || need+=(libgmock-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)

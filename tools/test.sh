@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Sets up, builds everything (host, and the CUDA code too when nvcc is present: its tests report
-# skipped without a GPU) and runs the whole test suite and the Python module's (tools/python_test.sh),
-# then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Sets up, builds everything and runs the whole test suite and the Python module's
+# (tools/python_test.sh), then the unit tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer. When nvcc is present the CUDA code is compiled once, by
+# tools/cuda_build.sh (the folder a GPU machine runs, docs/performance.md), and
+# tools/cuda_run.sh --no-gpu checks that every binary in it loads and reports skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
-cmake --preset release
-cmake --build --preset release
-ctest --preset release
+cmake --preset host
+cmake --build --preset host
+ctest --preset host
+if command -v nvcc >/dev/null; then
+  bash tools/cuda_build.sh
+  bash tools/cuda_run.sh --no-gpu --budget 900
+fi
 # The Python module as `pip install .` builds it (host backend): pip into a fresh virtual
 # environment, then its pytest suite; at most 25 minutes (about 10 on a cold 2-core machine).
 timeout 1500 bash tools/python_test.sh
