@@ -18,7 +18,8 @@ if command -v nvcc >/dev/null; then
   bash tools/cuda_run.sh --no-gpu --budget 900
 fi
 # The Python module as `pip install .` builds it (host backend): pip into a fresh virtual
-# environment, then its pytest suite; at most 25 minutes (about 10 on a cold 2-core machine).
+# environment, then its pytest suite; at most 25 minutes (about 4 after the host build, whose
+# front-end objects ccache hands to it: the binding and the tests are what is left).
 timeout 1500 bash tools/python_test.sh
 cmake --preset debug
 cmake --build --preset debug --target muninn_unit_tests
