@@ -14,7 +14,10 @@ command -v python3 >/dev/null || need+=(python3)  # tools/cuda_run.sh reads JSON
 [ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
 [ -f /usr/include/pcre2.h ] || need+=(libpcre2-dev)
 [ -f /usr/include/yaml-cpp/yaml.h ] || need+=(libyaml-cpp-dev)
-# The Python module (tools/python_test.sh): a virtual environment with pip, and Python's headers.
+[ -f /usr/include/httplib.h ] || need+=(libcpp-httplib-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+# The Python module (tools/python_test.sh) and the server tests (tools/server_venv.sh): a virtual
+# environment with pip; the module also needs Python's headers.
 command -v python3 >/dev/null || need+=(python3)
 python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 python3 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" \

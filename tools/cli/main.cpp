@@ -12,6 +12,7 @@
 #include "muninn/frontend/registry.hpp"
 #include "muninn/frontend/text.hpp"
 #include "muninn/io/npy.hpp"
+#include "muninn/server/server.hpp"
 
 #ifndef MUNINN_VERSION
 #define MUNINN_VERSION "unknown"
@@ -162,6 +163,13 @@ int cmd_tokenize(const parsed& p) {
   return 0;
 }
 
+int cmd_serve(const parsed& p) {
+  muninn::server::take_signals();  // before any thread starts: the server alone takes SIGTERM
+  const auto m = open_model(p);
+  const muninn::server::settings s = muninn::server::settings::from(p.options, *m);
+  return muninn::server::serve(*m, s, std::cout);
+}
+
 namespace {
 
 /// Library messages name option fields (`draft_steps`, `generate_options::lookahead`); a CLI
@@ -208,6 +216,7 @@ int dispatch(const command& cmd, const parsed& p) {
     case operation::solve: return cmd_solve(p);
     case operation::ae: return cmd_ae(p);
     case operation::tokenize: return cmd_tokenize(p);
+    case operation::serve: return cmd_serve(p);
   }
   return 1;
 }

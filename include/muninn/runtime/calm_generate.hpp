@@ -69,11 +69,11 @@ std::vector<float> given_noise(const calm_model<Backend, T>& m, const calm_gener
                             o.noise.begin() + std::ptrdiff_t((std::size_t(step) + 1) * per));
 }
 
-// The next chunk (generation step `step`, 0-based) from the hidden state of chunk position p;
-// `draws` receives the head samples used.
+// The next chunk from the hidden state of chunk position p; `draws` receives the head samples used.
+// `step` (0-based: chunks generated before this one) picks the slice of given draws.
 template <class Backend, class T>
 std::vector<std::int32_t> next_calm_chunk(calm_model<Backend, T>& m, const std::vector<float>& h, std::int64_t p,
-                                          std::int64_t step, const calm_generate_options& o, std::int64_t& draws) {
+                                          const calm_generate_options& o, std::int64_t& draws, std::int64_t step = 0) {
   const std::int64_t K = m.patch_size();
   std::vector<std::int32_t> chunk(std::size_t(K), 0);
   if (o.temperature == 1.0) {  // one head sample, whichever sampler (both reduce to it)
@@ -156,7 +156,7 @@ calm_generation generate_calm(calm_model<Backend, T>& m, const std::vector<std::
   for (;;) {
     const std::int64_t p = std::int64_t(g.padded.size()) / K - 1;  // the position h belongs to
     std::int64_t draws = 0;
-    const std::vector<std::int32_t> chunk = detail::next_calm_chunk(m, h, p, std::int64_t(g.draws.size()), o, draws);
+    const std::vector<std::int32_t> chunk = detail::next_calm_chunk(m, h, p, o, draws, std::int64_t(g.draws.size()));
     g.draws.push_back(draws);
     g.padded.insert(g.padded.end(), chunk.begin(), chunk.end());
     g.stopped_at_eos = c.eos_id >= 0 && std::find(chunk.begin(), chunk.end(), std::int32_t(c.eos_id)) != chunk.end();

@@ -1,6 +1,6 @@
 // The Llama family in the front-end library: Hugging Face LlamaForCausalLM checkpoints.
 
-#include "lm_adapter.hpp"
+#include "lm_batch.hpp"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/llama/family.hpp"
 

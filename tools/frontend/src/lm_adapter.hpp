@@ -244,11 +244,20 @@ brier_report run_brier(const std::vector<std::int32_t>& stream, const option_val
 template <class S>
 using used_bytes_t = decltype(std::declval<const S&>().used_bytes());
 
+/// \brief Makes the batch engine of a model<> (a family may pass its own to lm_model).
+template <class Model>
+using batch_maker = std::unique_ptr<batch_engine> (*)(const Model&, const batch_limits&);
+
+/// \brief The forward_batch engine every model<> family can use (lm_batch.hpp).
+template <class Model>
+std::unique_ptr<batch_engine> make_rows_batch(const Model& m, const batch_limits& lim);
+
 /// \brief The loaded_model of a model<Backend, T, Arch>.
 template <class Model>
 class lm_model final : public loaded_model {
  public:
-  lm_model(Model m, lm_extras x) : m_(std::move(m)), x_(std::move(x)) {}
+  lm_model(Model m, lm_extras x, batch_maker<Model> make_batch = &make_rows_batch<Model>)
+      : m_(std::move(m)), x_(std::move(x)), make_batch_(make_batch) {}
 
   const model_info& info() const override { return x_.info; }
   const io::tokenizer* tokenizer() const override { return x_.tokenizer.get(); }
@@ -407,6 +416,8 @@ class lm_model final : public loaded_model {
     return out;
   }
 
+  std::unique_ptr<batch_engine> batch(const batch_limits& limits) const override { return make_batch_(m_, limits); }
+
   score_result score(const std::vector<std::vector<std::int32_t>>& seqs, const option_values& o,
                      const progress_fn& progress) const override {
     run_options run = run_options_from(m_, o);
@@ -481,6 +492,7 @@ class lm_model final : public loaded_model {
 
   Model m_;
   lm_extras x_;
+  batch_maker<Model> make_batch_;
 };
 
 }  // namespace muninn::frontend::detail

@@ -261,6 +261,32 @@ std::vector<option_spec> tokenize_options() { return {}; }
 
 std::vector<option_spec> load_options() { return {device_option(), dtype_option(), config_option(), ae_option()}; }
 
+// `muninn serve`: the server's own settings (read by the server, never by a family) and the
+// options that choose how the model loads. A request's fields are options of `generate`.
+std::vector<option_spec> serve_options() {
+  std::vector<option_spec> o = {
+      front_end(text("host", "ADDR", "address to listen on (0.0.0.0: every interface)", {}, "127.0.0.1")),
+      front_end(integer("port", "N", "TCP port (0: a free one, printed when listening)", 0, 65535, "8080")),
+      front_end(integer("max-batch", "N", "requests decoding at once, each with its own KV cache", 1, 4096, "16")),
+      front_end(integer("max-queue", "N", "requests waiting for a place in the batch; more get 429", 0, 1 << 20, "64")),
+      front_end(text("api-key", "KEY", "require `Authorization: Bearer KEY` (401 otherwise)", {}, "",
+                     "$MUNINN_API_KEY when set, else none")),
+      front_end(integer("ctx", "N", "positions one request may hold: prompt + max_tokens", 1, 1 << 22, "",
+                        "the model's context")),
+      front_end(integer("prefill-chunk", "N", "prompt tokens fed per step over all new requests", 1, 1 << 20, "64")),
+      front_end(number("timeout", "S", "seconds a request may take from arrival to its last token", 0.001, 1e6, "600")),
+      front_end(integer("max-body", "BYTES", "request body size limit (413 above it)", 64, 1 << 30, "1048576")),
+      front_end(number("grace", "S", "on SIGTERM: seconds running requests get to finish before they are cancelled", 0,
+                       3600, "30")),
+      front_end(choice("batching", {"continuous", "sequence"},
+                       "continuous: requests join and leave at token boundaries, tokens scheduled by depth; sequence: "
+                       "a batch runs until its last request ends (the baseline)",
+                       "continuous")),
+  };
+  for (auto& s : load_options()) o.push_back(s);
+  return o;
+}
+
 }  // namespace
 
 const char* operation_name(operation op) {
@@ -275,6 +301,7 @@ const char* operation_name(operation op) {
     case operation::ae: return "ae";
     case operation::tokenize: return "tokenize";
     case operation::load: return "load";
+    case operation::serve: return "serve";
   }
   return "?";
 }
@@ -283,7 +310,7 @@ const std::vector<option_spec>& options_of(operation op) {
   static const std::vector<option_spec> tables[] = {info_options(),  forward_options(), generate_options(),
                                                     score_options(), eval_options(),    demo_options(),
                                                     solve_options(), ae_options(),      tokenize_options(),
-                                                    load_options()};
+                                                    load_options(),   serve_options()};
   return tables[static_cast<int>(op)];
 }
 

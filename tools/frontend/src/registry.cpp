@@ -191,6 +191,7 @@ score_result loaded_model::score(const std::vector<std::vector<std::int32_t>>&, 
                                  const progress_fn&) const {
   not_run(operation::score);
 }
+std::unique_ptr<batch_engine> loaded_model::batch(const batch_limits&) const { not_run(operation::serve); }
 brier_report loaded_model::brierlm(const std::vector<std::int32_t>&, const option_values&, const brier_block_fn&) const {
   not_run(operation::eval);
 }

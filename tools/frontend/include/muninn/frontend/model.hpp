@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "muninn/frontend/batch.hpp"
 #include "muninn/frontend/options.hpp"
 
 namespace muninn::io {
@@ -157,6 +158,11 @@ class loaded_model {
   /// \brief BrierLM on `stream` (options of operation::eval); `on_block` after each block.
   virtual brier_report brierlm(const std::vector<std::int32_t>& stream, const option_values& o,
                                const brier_block_fn& on_block) const;
+
+  /// \brief A batch engine for serving (continuous batching, batch.hpp): requests with options
+  /// of operation::generate join and leave it between steps. The engine holds a reference to this
+  /// model, which must outlive it; while it runs, no other call may use the model.
+  virtual std::unique_ptr<batch_engine> batch(const batch_limits& limits) const;
 
   /// \brief CALM's chunk autoencoder and sampler, or nullptr.
   virtual const calm_extras* calm() const { return nullptr; }

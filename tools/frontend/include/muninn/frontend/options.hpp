@@ -17,8 +17,8 @@ namespace muninn::frontend {
 
 /// \brief What a front end asks of a model: one entry per CLI command, and `load`: what a front
 /// end that keeps a model open (a Python module, a server) gives once when it loads one (device,
-/// dtype, the extra config files of a family); every family accepts it.
-enum class operation { info, forward, generate, score, eval, demo, solve, ae, tokenize, load };
+/// dtype, the extra config files of a family); every family accepts it. `serve`: the server's own settings.
+enum class operation { info, forward, generate, score, eval, demo, solve, ae, tokenize, load, serve };
 
 /// \brief The CLI name of an operation ("generate").
 const char* operation_name(operation op);
