@@ -6,7 +6,7 @@ set(flags_forward --model --tokens --prompt --steps --init-state --seed --output
 set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-state --seed --device --dtype --greedy
     --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
     --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps
-    --sampler --num-samples --max-draws --ae --stream --ignore-eos --chat --system)
+    --sampler --num-samples --max-draws --chunk-order --noise --uniforms --ae --stream --ignore-eos --chat --system)
 set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed --halt-threshold)
 set(flags_score --model --data --steps --init-state --seed --routing --config)
 set(flags_tokenize --model --text --chat --system)

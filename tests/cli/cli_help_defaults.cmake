@@ -30,6 +30,7 @@ foreach(f inner-recurrence headway max-wavefront ema-embeds state-noise-mixing f
 endforeach()
 set(base_generate_num-samples generate ${calm} --temperature 0.5)
 set(base_generate_max-draws generate ${calm} --temperature 0.5 --sampler exact)
+set(base_generate_chunk-order generate ${calm} --temperature 0.5)
 set(base_score score --model ${tiny} --data ${CLI_DATA}/mor_score.txt)
 set(base_score_routing score --model ${mor} --data ${CLI_DATA}/mor_score.txt)
 set(base_eval eval --model ${tiny} --data ${CLI_DATA}/mor_score.txt --metric brierlm --block-size 12)

@@ -113,6 +113,7 @@ inline void check_calm_options(const calm_generate_options& o, std::int64_t nois
   MUNINN_CHECK(o.noise.empty() || o.temperature == 1.0 || batch,
                "calm generate: given noise needs T = 1 or the batch approximation (the exact sampler draws a "
                "random number of head samples)");
+  MUNINN_CHECK(!batch || o.num_samples >= 1, "calm generate: num_samples must be >= 1, got ", o.num_samples);
   const std::int64_t S = batch ? o.num_samples : 1;
   MUNINN_CHECK(o.noise.size() % std::size_t(S * noise_size) == 0, "calm generate: the given noise holds ",
                o.noise.size(), " values, not a whole number of steps of ", S, " samples x noise_size ", noise_size);

@@ -181,7 +181,7 @@ std::vector<option_spec> generate_options() {
            "CALM: given head noise instead of the seed's, float32 [steps, S, noise_size] (S = 1 at T = 1, else "
            "--num-samples)",
            calm),
-      text("uniforms", "FILE.npy", "CALM, --sampler approx below T = 1: given choice uniforms in [0, 1), float64 [steps]",
+      text("uniforms", "FILE.npy", "CALM, --sampler approx below T = 1: given choice uniforms u, 0 <= u < 1, float64 [steps]",
            calm),
       ae_option(),
       integer("inner-recurrence", "N", "parallel: recurrences per sampler step", 1, 1024, "4", "", recurrent),
