@@ -12,12 +12,12 @@
 
 #include "muninn/core/error.hpp"
 #include "muninn/engine/kv_cache.hpp"
-#include "muninn/engine/layer.hpp"
 #include "muninn/engine/routing.hpp"
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/engine/workspace.hpp"
 #include "muninn/model/options.hpp"
+#include "muninn/nn/layer.hpp"
 #include "muninn/policies/detect.hpp"
 #include "muninn/policies/halting_options.hpp"
 #include "muninn/policies/head.hpp"
@@ -197,7 +197,7 @@ class forward_pass {
         auto& c = ctx_of(run);
         return c.kv_.read(group, step, std::int64_t(j), run, c.steps_used_);
       };
-      engine::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
+      nn::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
           be_, layers[j], m_.dims(), buf, rows, kv, m_.weights().rope.data(), ws_.scratch());
     }
   }

@@ -11,8 +11,8 @@
 #include "muninn/core/config.hpp"
 #include "muninn/core/dtype.hpp"
 #include "muninn/core/error.hpp"
-#include "muninn/engine/layer_weights.hpp"
 #include "muninn/io/safetensors.hpp"
+#include "muninn/nn/layer_weights.hpp"
 
 namespace muninn {
 

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
-#include "muninn/engine/layer.hpp"
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
+#include "muninn/nn/layer.hpp"
 #include "muninn/policies/mor_router.hpp"
 #include "muninn/runtime/generate.hpp"
 
@@ -115,7 +115,7 @@ class depthwise_batcher {
         auto& c = ctxs_[std::size_t(rows[i].seq)];
         return c.kv_storage().read(group, step_of(i), std::int64_t(j), run, c.steps_used());
       };
-      engine::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
+      nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
           be_, layers[j], m_.dims(), buf, act, kv, m_.weights().rope.data(), ws.scratch());
     }
   }
