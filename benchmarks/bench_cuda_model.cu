@@ -46,8 +46,8 @@ using muninn_bench::timed_iterations;
 
 // ------------------------------------------------------------------------------------ models
 
-model_config huginn_config(i64 h, i64 heads, i64 head_dim, i64 inter, const char* name) {
-  model_config c;
+huginn_config huginn_shape(i64 h, i64 heads, i64 head_dim, i64 inter, const char* name) {
+  huginn_config c;
   c.n_embd = h;
   c.n_heads = heads;
   c.n_kv_heads = heads;
@@ -82,7 +82,7 @@ double params_per_token(const model_config& c, i64 r) {
 /// which takes minutes for 3.5B values): truncated normal σ = √(2/(5h)), output projections
 /// σ/√(2·depth), norms 1, qk_bias 0. Same layout and σ as make_random_weights, not the same values.
 template <class T>
-model_weights<cuda_backend, T> device_random_weights(const cuda_backend& be, const model_config& cfg,
+huginn_weights<cuda_backend, T> device_random_weights(const cuda_backend& be, const model_config& cfg,
                                                      std::uint64_t seed) {
   const i64 h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
   const i64 D = cfg.head_dim, I = cfg.intermediate_size, V = cfg.vocab_size;
@@ -90,7 +90,7 @@ model_weights<cuda_backend, T> device_random_weights(const cuda_backend& be, con
                               cfg.n_layers_in_coda);
   const float sigma = float(std::sqrt(2.0 / (5.0 * double(h))));
   const float out_sigma = float(sigma / std::sqrt(2.0 * std::max(depth, 1.0)));
-  model_weights<cuda_backend, T> w;
+  huginn_weights<cuda_backend, T> w;
   std::uint64_t counter = 0;  // each tensor draws from its own counter range
   const std::vector<T> ones(std::size_t(h), from_float<T>(1.0f));
   auto normal = [&](i64 n, float sd) {
@@ -153,8 +153,8 @@ const bench_model& get_model(bool big) {
   const cuda_backend& be = backend();
   auto& slot = big ? g_state->big : g_state->small;
   if (!slot) {
-    const model_config cfg = big ? huginn_config(5280, 55, 96, 17920, "huginn-3.5B (random bf16 weights)")
-                                 : huginn_config(1024, 16, 64, 3456, "small-h1024 (random bf16 weights)");
+    const huginn_config cfg = big ? huginn_shape(5280, 55, 96, 17920, "huginn-3.5B (random bf16 weights)")
+                                 : huginn_shape(1024, 16, 64, 3456, "small-h1024 (random bf16 weights)");
     slot = std::make_unique<bench_model>(be, cfg, device_random_weights<bf16>(be, cfg, big ? 35 : 1));
   }
   return *slot;

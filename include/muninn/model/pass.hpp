@@ -284,8 +284,8 @@ class forward_pass {
   typename Model::context_type& ctx_of(const engine::row_run& run) { return *pieces_[std::size_t(run.seq)].ctx; }
 
   injection_args<backend_type, value_type> injection() {
-    const auto& a = m_.weights().adapter;
-    return {be_, rows_.size(), m_.dims().h, ws_.e(), a.size() ? a.data() : nullptr, ws_.e_part()};
+    const value_type* w = injection_weight<typename arch_type::injection_policy, value_type>(m_.weights());
+    return {be_, rows_.size(), m_.dims().h, ws_.e(), w, ws_.e_part()};
   }
 
   void start_piece(const engine::row_run& run) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "muninn/backend/host.hpp"
@@ -73,13 +74,18 @@ using rope_apply = decltype(P::apply(arg<const host_backend>(), arg<float*>(), s
                                      std::int64_t()));
 template <class P> using recurrence_run = decltype(P::run(arg<pass_archetype>()));
 template <class P> using recurrence_readout = decltype(P::readout(arg<pass_archetype>(), arg<float*>()));
-template <class P> using family_read_config = decltype(model_config(P::read_config(arg<const std::string>())));
+template <class P> using family_config_type = typename P::config_type;
+template <class P> using family_weights_type = typename P::template weights_type<host_backend, float>;
 template <class P>
-using family_open = decltype(io::checkpoint(P::open_checkpoint(arg<const std::string>(), arg<const model_config>())));
+using family_read_config = decltype(typename P::config_type(P::read_config(arg<const std::string>())));
+template <class P>
+using family_open =
+    decltype(io::checkpoint(P::open_checkpoint(arg<const std::string>(), arg<const typename P::config_type>())));
 template <class P> using family_recognizes = decltype(bool(P::recognizes(arg<const io::json>())));
 template <class P>
-using family_load = decltype(P::template load_weights<host_backend, float, block::pre_norm>(
-    arg<const host_backend>(), arg<const io::checkpoint>(), arg<const model_config>()));
+using family_load = decltype(typename P::template weights_type<host_backend, float>(
+    P::template load_weights<host_backend, float, block::pre_norm>(arg<const host_backend>(), arg<const io::checkpoint>(),
+                                                                   arg<const typename P::config_type>())));
 
 }  // namespace detail
 
@@ -191,16 +197,24 @@ constexpr bool check_recurrence_policy() {
                         "template <class Pass, class T> static void readout(Pass&, T*)");
   return true;
 }
-/// \brief Checks FamilyPolicy: name, read_config, open_checkpoint, load_weights, recognizes.
+/// \brief Checks FamilyPolicy: name, config_type, weights_type, read_config, open_checkpoint,
+/// load_weights, recognizes (policies/family.hpp).
 template <class P>
 constexpr bool check_family_policy() {
   MUNINN_REQUIRE_SLOT(P, "Family", "a FamilyPolicy", family);
+  MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_config_type,
+                        "using config_type (derived from model_config)");
+  MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_weights_type,
+                        "template <class B, class T> using weights_type (derived from model_weights<B, T>)");
+  if constexpr (detail::detected_v<P, detail::family_config_type>)
+    static_assert(std::is_base_of_v<model_config, typename P::config_type>,
+                  "muninn::arch: the Family slot needs a FamilyPolicy: config_type must derive from model_config");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_read_config,
-                        "static model_config read_config(const std::string&)");
+                        "static config_type read_config(const std::string&)");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_open,
-                        "static io::checkpoint open_checkpoint(const std::string&, const model_config&)");
+                        "static io::checkpoint open_checkpoint(const std::string&, const config_type&)");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_load,
-                        "template <class B, class T, class Block> static model_weights<B, T> load_weights(...)");
+                        "template <class B, class T, class Block> static weights_type<B, T> load_weights(...)");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_recognizes, "static bool recognizes(const io::json&)");
   return true;
 }

@@ -19,7 +19,7 @@
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/nn/layer.hpp"
-#include "muninn/policies/mor_router.hpp"
+#include "muninn/families/mor/router.hpp"
 #include "muninn/runtime/generate.hpp"
 
 namespace muninn {
