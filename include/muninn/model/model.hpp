@@ -94,10 +94,17 @@ class model {
   std::size_t weight_bytes() const { return std::size_t(w_.parameter_count) * sizeof(T); }
   /// \brief Layer sizes.
   const layer_dims& dims() const { return dims_; }
-  /// \brief The layers of one group (a plain stack keeps all of them in the prelude).
+  /// \brief The stored layers of one group (a plain stack keeps all of them in the prelude).
   const std::vector<layer_weights<Backend, T>>& layers(layer_group g) const {
     return g == layer_group::prelude ? w_.prelude : g == layer_group::core ? w_.core : w_.coda;
   }
+  /// \brief The stored layer that runs as layer j of group g at recurrence step `step`: the
+  /// SharingPolicy's choice (j < layers(g).size()).
+  const layer_weights<Backend, T>& layer_at(layer_group g, std::int64_t step, std::int64_t j) const {
+    return layers(g)[std::size_t(sharing_policy::layer(sharing_, g, step, j))];
+  }
+  /// \brief The layer groups as the SharingPolicy sees them.
+  const sharing_layout& sharing() const { return sharing_; }
   /// \brief Width of one output row: the vocabulary size, or what the HeadPolicy says
   /// (`head::final_norm`: the hidden size).
   std::int64_t output_width() const { return head_output_width<typename Arch::head_policy>(cfg_); }
@@ -260,9 +267,12 @@ class model {
                      dims_.kv_dim()};
   }
 
-  void check_config_matches_arch() const {
-    MUNINN_CHECK(sharing_policy::recurrent || cfg_.n_layers_in_recurrent_block == 0, cfg_.source,
-                 ": sharing::none needs n_layers_in_recurrent_block = 0, config has ", cfg_.n_layers_in_recurrent_block);
+  // The layer groups as the SharingPolicy sees them, checked against it; then the family's own
+  // check that the config fits the compiled slots.
+  void check_config_matches_arch() {
+    sharing_ = sharing_layout{cfg_.n_layers_in_prelude, cfg_.n_layers_in_recurrent_block, cfg_.n_layers_in_coda,
+                              cfg_.mean_recurrence};
+    sharing_policy::check(sharing_, cfg_.source.empty() ? "config" : cfg_.source);
     family_check<family_policy, Arch>(cfg_);
   }
 
@@ -289,6 +299,7 @@ class model {
   config_type cfg_;
   weights_type w_;
   layer_dims dims_;
+  sharing_layout sharing_;
 };
 
 }  // namespace muninn

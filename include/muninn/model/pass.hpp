@@ -181,8 +181,8 @@ class forward_pass {
   /// `rows` are the subset's rows, `pos` their positions on the backend.
   void run_layers_on(const engine::active_rows& rows, const std::int32_t* pos, layer_group group, value_type* buf,
                      std::int64_t step) {
-    const auto& layers = m_.layers(group);
-    for (std::size_t j = 0; j < layers.size(); ++j) {
+    const std::size_t n_layers = m_.layers(group).size();
+    for (std::size_t j = 0; j < n_layers; ++j) {
       kv_views<value_type> kv;
       kv.row_pos = pos;
       for (const auto& run : rows.runs()) {
@@ -198,7 +198,8 @@ class forward_pass {
         return c.kv_.read(group, step, std::int64_t(j), run, c.steps_used_);
       };
       nn::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
-          be_, layers[j], m_.dims(), buf, rows, kv, m_.weights().rope.data(), ws_.scratch());
+          be_, m_.layer_at(group, step, std::int64_t(j)), m_.dims(), buf, rows, kv, m_.weights().rope.data(),
+          ws_.scratch());
     }
   }
 

@@ -19,6 +19,7 @@
 #include "muninn/policies/head.hpp"
 #include "muninn/policies/injection.hpp"
 #include "muninn/policies/kv_cache.hpp"
+#include "muninn/policies/sharing.hpp"
 #include "muninn/policies/state_init.hpp"
 
 namespace muninn {
@@ -58,6 +59,9 @@ template <class P>
 using injection_apply = decltype(P::apply(arg<const injection_args<host_backend, float>>(), arg<float*>(), arg<float*>()));
 template <class P> using state_fill = decltype(P::fill(arg<const state_init_args<host_backend, float>>()));
 template <class P> using recurrent_member = decltype(bool(P::recurrent));
+template <class P>
+using sharing_layer = decltype(std::int64_t(P::layer(sharing_layout{}, layer_group::core, std::int64_t(), std::int64_t())));
+template <class P> using sharing_check = decltype(P::check(sharing_layout{}, arg<const std::string>()));
 template <class P> using routes_member = decltype(bool(P::routes));
 template <class P> using kv_storage = typename P::template storage<host_backend, float>;
 template <class P> using kv_num_slots = decltype(std::int64_t(P::num_slots(kv_layout{}, context_limits{})));
@@ -128,11 +132,15 @@ constexpr bool check_state_init_policy() {
                         "template <class B, class T> static void fill(const state_init_args<B, T>&)");
   return true;
 }
-/// \brief Checks SharingPolicy: name, recurrent.
+/// \brief Checks SharingPolicy: name, recurrent, layer, check.
 template <class P>
 constexpr bool check_sharing_policy() {
   MUNINN_REQUIRE_SLOT(P, "Sharing", "a SharingPolicy", sharing);
   MUNINN_REQUIRE_MEMBER(P, "Sharing", "a SharingPolicy", recurrent_member, "static constexpr bool recurrent");
+  MUNINN_REQUIRE_MEMBER(P, "Sharing", "a SharingPolicy", sharing_layer,
+                        "static std::int64_t layer(const sharing_layout&, layer_group, std::int64_t step, std::int64_t j)");
+  MUNINN_REQUIRE_MEMBER(P, "Sharing", "a SharingPolicy", sharing_check,
+                        "static void check(const sharing_layout&, const std::string& source)");
   return true;
 }
 /// \brief Checks RouterPolicy: name, routes.

@@ -97,12 +97,25 @@ class depthwise_batcher {
     return a;
   }
 
+  // The stored layer that runs as layer j for every row: rows at different recursions share one
+  // GEMM, so the SharingPolicy must give them the same layer (cycle strategies do).
+  template <class StepOf>
+  const layer_weights<Backend, T>& layer_for(layer_group group, std::size_t rows, StepOf&& step_of, std::int64_t j) const {
+    const auto& first = m_.layer_at(group, step_of(0), j);
+    for (std::size_t i = 1; i < rows; ++i)
+      MUNINN_CHECK(&m_.layer_at(group, step_of(i), j) == &first, "depth-wise batching runs rows of different "
+                   "recursions in one layer call, which sharing::", Arch::sharing_policy::name,
+                   " gives different layers");
+    return first;
+  }
+
   // Runs the layers of `group` on buf for `rows`, row i at recursion step(i), each in its sequence's cache.
   template <class StepOf>
   void run_group(layer_group group, T* buf, const std::vector<row>& rows, workspace<Backend, T>& ws, StepOf&& step_of) {
+    if (rows.empty()) return;
     const engine::active_rows act = rows_of(rows, ws.pos());
-    const auto& layers = m_.layers(group);
-    for (std::size_t j = 0; j < layers.size(); ++j) {
+    const std::size_t n_layers = m_.layers(group).size();
+    for (std::size_t j = 0; j < n_layers; ++j) {
       kv_views<T> kv;
       kv.row_pos = ws.pos();
       for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -116,7 +129,8 @@ class depthwise_batcher {
         return c.kv_storage().read(group, step_of(i), std::int64_t(j), run, c.steps_used());
       };
       nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
-          be_, layers[j], m_.dims(), buf, act, kv, m_.weights().rope.data(), ws.scratch());
+          be_, layer_for(group, rows.size(), step_of, std::int64_t(j)), m_.dims(), buf, act, kv,
+          m_.weights().rope.data(), ws.scratch());
     }
   }
 
