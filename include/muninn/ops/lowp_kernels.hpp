@@ -36,6 +36,7 @@ namespace lowp {
 /// \brief The generic level: the translation unit's own target, 4 lanes.
 namespace generic {
 inline constexpr int W = 4;
+/// \brief Which level the body below is compiled as (0 generic, 1 AVX2, 2 AVX-512).
 #define MUNINN_LOWP_LEVEL 0
 #include "muninn/ops/lowp_kernels_body.inc"
 #undef MUNINN_LOWP_LEVEL
