@@ -23,8 +23,13 @@ struct swiglu {
   const T* down_bias = nullptr;     ///< [width], or null
 
   /// \brief out[rows, width] = (or +=, with residual::add) down(silu(gate(in)) ⊙ up(in)).
-  /// \param gu  scratch [rows, 2·inter]
-  /// \param act scratch [rows, inter]
+  /// \param be   the backend the parameters and rows live on
+  /// \param in   [rows, width]; may be `out` (it is read only by the first GEMM)
+  /// \param rows rows of `in` and `out`
+  /// \param out  [rows, width]
+  /// \param r    residual::add accumulates into `out`, residual::none overwrites it
+  /// \param gu   scratch [rows, 2·inter]
+  /// \param act  scratch [rows, inter]
   template <class Backend>
   void operator()(const Backend& be, const T* in, std::int64_t rows, T* out, residual r, T* gu, T* act) const {
     gemm_nt(be, rows, 2 * inter, width, 1.0f, in, width, gate_up, width, 0.0f, gu, 2 * inter);

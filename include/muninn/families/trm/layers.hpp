@@ -32,8 +32,8 @@ struct trm_workspace {
   using buffer = typename Backend::template buffer<T>;  ///< storage on the backend
   std::int64_t capacity = 0;  ///< samples the buffers hold
   buffer q;        ///< [n·S, D]: attention queries
-  buffer k;        ///< [n·S, D]: keys
-  buffer v;        ///< [n·S, D]: values
+  buffer k;        ///< [n·S, D]: attention keys
+  buffer v;        ///< [n·S, D]: attention values
   buffer attn;     ///< [n·S, D]: attention output before its projection
   buffer gu;       ///< [n·S, 2I], or [n·D, 2·I_S] for mlp_t
   buffer act;      ///< [n·S, I], or [n·D, I_S]
