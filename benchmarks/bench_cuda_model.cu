@@ -8,7 +8,7 @@
 // Models: "huginn-3.5B" has Huginn-0125's shape (h 5280, 55 heads of 96, MLP 17920, vocab 65536,
 // layers (2, 4, 2), block_size 4096, mean_recurrence 32); "small-h1024" is the same layout at
 // h 1024 (16 heads of 64, MLP 3456) for a quick run. Weights are drawn on the device (truncated
-// normal, Huginn's σ), so building the 3.5B model takes a second rather than minutes.
+// normal, Huginn's σ; cuda_random_weights.cuh), so building the 3.5B model takes a second.
 //
 // Counters (computed from the manual time, not from Google Benchmark's rate flags):
 //   tokens/s      tokens produced (decode) or consumed (prefill) per second
@@ -33,6 +33,7 @@
 #include "muninn/cuda.cuh"
 #include "muninn/muninn.hpp"
 #include "cuda_bench_util.cuh"
+#include "cuda_random_weights.cuh"
 
 namespace {
 
@@ -64,72 +65,11 @@ huginn_config huginn_shape(i64 h, i64 heads, i64 head_dim, i64 inter, const char
   return c;
 }
 
-/// Parameters of one layer (qkv, proj, fc, mlp proj; norms and biases are negligible).
-double layer_params(const model_config& c) {
-  const double h = double(c.n_embd), q = double(c.n_heads * c.head_dim), kv = double(c.n_kv_heads * c.head_dim);
-  const double I = double(c.intermediate_size);
-  return h * (q + 2 * kv) + q * h + 2 * I * h + I * h;
-}
-
 /// Weights a token reads at r recurrences, in parameters (see the file comment).
 double params_per_token(const model_config& c, i64 r) {
-  const double h = double(c.n_embd), L = layer_params(c);
+  const double h = double(c.n_embd), L = muninn_bench::layer_params(c);
   return double(c.n_layers_in_prelude + c.n_layers_in_coda) * L +
          double(r) * (double(c.n_layers_in_recurrent_block) * L + h * h) + h * h + double(c.vocab_size) * h;
-}
-
-/// Huginn-initialised weights drawn on the device (make_random_weights draws them on the host,
-/// which takes minutes for 3.5B values): truncated normal σ = √(2/(5h)), output projections
-/// σ/√(2·depth), norms 1, qk_bias 0. Same layout and σ as make_random_weights, not the same values.
-template <class T>
-huginn_weights<cuda_backend, T> device_random_weights(const cuda_backend& be, const model_config& cfg,
-                                                     std::uint64_t seed) {
-  const i64 h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
-  const i64 D = cfg.head_dim, I = cfg.intermediate_size, V = cfg.vocab_size;
-  const double depth = double(cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * cfg.mean_recurrence +
-                              cfg.n_layers_in_coda);
-  const float sigma = float(std::sqrt(2.0 / (5.0 * double(h))));
-  const float out_sigma = float(sigma / std::sqrt(2.0 * std::max(depth, 1.0)));
-  huginn_weights<cuda_backend, T> w;
-  std::uint64_t counter = 0;  // each tensor draws from its own counter range
-  const std::vector<T> ones(std::size_t(h), from_float<T>(1.0f));
-  auto normal = [&](i64 n, float sd) {
-    auto b = be.alloc<T>(std::size_t(n));
-    fill_truncated_normal(be, b.data(), n, seed, counter, sd);
-    counter += std::uint64_t(n);
-    w.parameter_count += n;
-    return b;
-  };
-  auto norm = [&]() {
-    auto b = be.alloc<T>(std::size_t(h));
-    be.upload(b.data(), ones.data(), ones.size());
-    w.parameter_count += h;
-    return b;
-  };
-  w.wte = normal(V * h, sigma);
-  w.adapter = normal(h * 2 * h, sigma);
-  w.ln_f = norm();
-  auto layer = [&]() {
-    layer_weights<cuda_backend, T> l;
-    for (int i = 0; i < block::sandwich::num_norms; ++i) l.norm[i] = norm();
-    l.wqkv = normal((H + 2 * Hkv) * D * h, sigma);
-    if (cfg.qk_bias) {
-      l.qk_bias = be.alloc_zeroed<T>(std::size_t(2 * H * D));
-      w.parameter_count += 2 * H * D;
-    }
-    l.attn_proj = normal(h * H * D, out_sigma);
-    l.fc = normal(2 * I * h, sigma);
-    l.mlp_proj = normal(h * I, out_sigma);
-    return l;
-  };
-  for (i64 i = 0; i < cfg.n_layers_in_prelude; ++i) w.prelude.push_back(layer());
-  for (i64 i = 0; i < cfg.n_layers_in_recurrent_block; ++i) w.core.push_back(layer());
-  for (i64 i = 0; i < cfg.n_layers_in_coda; ++i) w.coda.push_back(layer());
-  const auto table = make_rope_table(D, cfg.block_size, cfg.rope_base);
-  w.rope = be.alloc<float>(table.size());
-  be.upload(w.rope.data(), table.data(), table.size());
-  be.synchronize();
-  return w;
 }
 
 struct bench_state {
@@ -155,7 +95,8 @@ const bench_model& get_model(bool big) {
   if (!slot) {
     const huginn_config cfg = big ? huginn_shape(5280, 55, 96, 17920, "huginn-3.5B (random bf16 weights)")
                                  : huginn_shape(1024, 16, 64, 3456, "small-h1024 (random bf16 weights)");
-    slot = std::make_unique<bench_model>(be, cfg, device_random_weights<bf16>(be, cfg, big ? 35 : 1));
+    slot = std::make_unique<bench_model>(
+        be, cfg, muninn_bench::device_random_huginn_weights<bf16, block::sandwich>(be, cfg, big ? 35 : 1));
   }
   return *slot;
 }

@@ -18,28 +18,11 @@
 #include "muninn/families/trm/model.hpp"
 #include "muninn/families/trm/random_checkpoint.hpp"
 #include "muninn/muninn.hpp"
+#include "trm_sudoku_shape.hpp"
 
 namespace {
 
 using trm = muninn::trm_model<muninn::host_backend, float>;
-
-muninn::trm_config sudoku_shape(bool mlp_t) {
-  muninn::trm_config c;
-  c.seq_len = 81;
-  c.vocab_size = 11;
-  c.num_puzzle_identifiers = 1;
-  c.hidden_size = 512;
-  c.num_heads = 8;
-  c.expansion = 4;
-  c.H_cycles = 3;
-  c.L_cycles = 6;
-  c.L_layers = 2;
-  c.puzzle_emb_ndim = 512;
-  c.pos_encodings = mlp_t ? "none" : "rope";
-  c.mlp_t = mlp_t;
-  c.forward_dtype = "float32";
-  return c;
-}
 
 trm& model(bool mlp_t) {
   static std::map<bool, std::unique_ptr<trm>> models;
@@ -47,7 +30,7 @@ trm& model(bool mlp_t) {
   if (!m) {
     const char* tmp = std::getenv("TMPDIR");
     const std::string dir = std::string(tmp ? tmp : "/tmp") + (mlp_t ? "/muninn_bench_trm_mlpt" : "/muninn_bench_trm_att");
-    if (!std::filesystem::exists(dir + "/step_1")) muninn::write_random_trm(dir, sudoku_shape(mlp_t), 7);
+    if (!std::filesystem::exists(dir + "/step_1")) muninn::write_random_trm(dir, trm_sudoku_shape(mlp_t, "float32"), 7);
     m = std::make_unique<trm>(trm::load(dir));
   }
   return *m;

@@ -13,8 +13,8 @@ function(muninn_add_test name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE muninn::muninn muninn_project_options GTest::gtest GTest::gmock
                                         GTest::gtest_main Threads::Threads)
-  target_compile_definitions(${name} PRIVATE MUNINN_TEST_DATA="${MUNINN_TEST_DATA}"
-                                             MUNINN_TEST_DATA_DIR="${MUNINN_TEST_DATA}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600 LABELS unit)
+  target_compile_definitions(${name} PRIVATE MUNINN_TEST_DATA="${MUNINN_TEST_DATA_IN_BINARIES}"
+                                             MUNINN_TEST_DATA_DIR="${MUNINN_TEST_DATA_IN_BINARIES}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 ${MUNINN_TEST_WORKING_DIRECTORY} PROPERTIES TIMEOUT 600 LABELS unit)
   add_dependencies(muninn_unit_tests ${name})
 endfunction()

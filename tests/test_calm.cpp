@@ -69,6 +69,27 @@ TEST_F(CalmRandom, FindsTheAutoencoderBesideTheWeights) {
   EXPECT_EQ(m.autoencoder().config().hidden_size, 32);
 }
 
+TEST_F(CalmRandom, ARelativeAePathIsFoundFromTheModelFolderWhateverTheCurrentDirectory) {
+  // The authors' config names its autoencoder relative to where training ran; a user who keeps
+  // the two folders side by side must get the same model from any current directory.
+  namespace fs = std::filesystem;
+  const fs::path model = path("runs/calm");
+  fs::create_directories(model);
+  const fs::path ae = write_random_calm(model.string(), tiny_shape(), 21);
+  fs::rename(ae, path("runs/my_ae"));
+  edit((model / "config.json").string(), "/absent/calm-autoencoder", "../my_ae");
+  const fs::path cwd = fs::current_path();
+  for (const fs::path& from : {fs::path(dir_), model, fs::path("/")}) {
+    fs::current_path(from);
+    EXPECT_NO_THROW(calm::load(model.string())) << "from " << from;
+  }
+  fs::current_path(cwd);
+  fs::rename(path("runs/my_ae"), path("runs/gone"));
+  const std::string msg = muninn_test::error_of([&] { calm::load(model.string()); });
+  EXPECT_NE(msg.find("'" + path("runs/my_ae") + "/config.json'"), std::string::npos) << msg;  // the model folder's
+  EXPECT_NE(msg.find("'../my_ae/config.json'"), std::string::npos) << msg;  // then the current directory's
+}
+
 TEST_F(CalmRandom, AMissingAutoencoderConfigIsOneErrorThatNamesTheOverride) {
   std::filesystem::rename(ae_, path("elsewhere"));
   const std::string msg = muninn_test::error_of([&] { calm::load(dir_.string()); });

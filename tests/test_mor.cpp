@@ -218,6 +218,84 @@ TEST_F(MorFiles, ReferenceOutputWithoutMorBlockReadsTheYamlBeside) {
   check_passes(m, doc);
 }
 
+namespace {
+
+// A MoR checkpoint as the reference's trainer leaves it: `run/checkpoint-100/` with a plain
+// LlamaConfig (no `mor` block), the run's YAML somewhere around it.
+class MorRunFolders : public muninn_test::temp_dir_test {
+ protected:
+  MorRunFolders() : temp_dir_test("muninn_mor_run_") {}
+  static constexpr const char* kName = "expert_mcyc_r3_linear_sigmoid";
+  void SetUp() override {
+    temp_dir_test::SetUp();
+    ckpt_ = path("run/checkpoint-100");
+    std::filesystem::create_directories(ckpt_);
+    std::ifstream in(mor_dir + kName + "/config.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("\"mor\""), 5, "\"unused_mor\"");
+    muninn_test::write_bytes(ckpt_ + "/config.json", text);
+    std::filesystem::copy_file(mor_dir + kName + "/pytorch_model.bin", ckpt_ + "/pytorch_model.bin");
+  }
+  // Puts the fixture's run YAML at `rel` (below the temp folder) and returns its path.
+  std::string yaml_at(const std::string& rel) {
+    const std::filesystem::path p = path(rel);
+    std::filesystem::create_directories(p.parent_path());
+    std::filesystem::copy_file(mor_dir + kName + "/mor.yaml", p);
+    return p.string();
+  }
+  std::string ckpt_;
+};
+
+}  // namespace
+
+TEST_F(MorRunFolders, TheRunYamlOneLevelUpIsFoundAndRunsTheCheckpoint) {
+  const std::string yaml = yaml_at("run/run.yaml");
+  EXPECT_EQ(io::mor_yaml_beside(ckpt_), yaml);
+  const auto m = model<host_backend, float, mor_expert_arch>::load(ckpt_);
+  check_passes(m, io::read_json_file(mor_dir + kName + "/expected.json"));
+}
+
+TEST_F(MorRunFolders, EachNamedPlaceIsFoundInItsOrder) {
+  // Later places first, so that each step shows the earlier place winning.
+  const std::vector<std::string> order = {"run/run.yaml", "run/checkpoint-100.yml", "run/checkpoint-100.yaml",
+                                          "run/.hydra/config.yaml", "run/checkpoint-100/.hydra/config.yaml",
+                                          "run/checkpoint-100/mor.yaml"};
+  for (const std::string& rel : order) {
+    SCOPED_TRACE(rel);
+    EXPECT_EQ(io::mor_yaml_beside(ckpt_), yaml_at(rel));
+    EXPECT_EQ(io::mor_yaml_beside(ckpt_ + "/config.json"), path(rel));  // a config.json path stands for its folder
+    EXPECT_EQ(io::mor_yaml_beside(ckpt_ + "/"), path(rel));
+  }
+}
+
+TEST_F(MorRunFolders, OneUnnamedYamlWithAMorBlockIsTheRunsAndOthersAreIgnored) {
+  muninn_test::write_bytes(path("run/data.yaml"), "dataset: fineweb\nmor: 3\n");  // no `mor` mapping
+  muninn_test::write_bytes(path("run/broken.yaml"), "mor: {enable: [true\n");      // not YAML
+  muninn_test::write_bytes(path("run/notes.txt"), "mor:\n  enable: true\n");       // not a YAML name
+  const std::string yaml = yaml_at("run/250720_pretrain_mor.yaml");
+  EXPECT_EQ(io::mor_yaml_beside(ckpt_), yaml);
+  EXPECT_NO_THROW(io::read_mor_config(ckpt_, ""));
+}
+
+TEST_F(MorRunFolders, SeveralUnnamedCandidatesAreOneErrorListingThem) {
+  const std::string a = yaml_at("run/a.yaml"), b = yaml_at("run/b.yml");
+  const std::string msg = muninn_test::error_of([&] { io::read_mor_config(ckpt_, ""); });
+  EXPECT_NE(msg.find(a + ", " + b), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--config FILE"), std::string::npos) << msg;
+  // A named one settles it.
+  yaml_at("run/run.yaml");
+  EXPECT_EQ(io::mor_yaml_beside(ckpt_), path("run/run.yaml"));
+}
+
+TEST_F(MorRunFolders, NoYamlAnywhereListsEveryPlaceLooked) {
+  const std::string msg = muninn_test::error_of([&] { io::read_mor_config(ckpt_, ""); });
+  EXPECT_NE(msg.find("no 'mor' block"), std::string::npos) << msg;
+  for (const char* rel : {"run/checkpoint-100/mor.yaml", "run/checkpoint-100/.hydra/config.yaml",
+                                 "run/.hydra/config.yaml", "run/checkpoint-100.yaml", "run/run.yaml", "run/*.yaml"})
+    EXPECT_NE(msg.find(path(rel)), std::string::npos) << rel << " not in: " << msg;
+  EXPECT_NO_THROW(io::read_mor_config(ckpt_, yaml_at("elsewhere.yaml")));
+}
+
 TEST_F(MorFiles, ContradictionsAreOneClearError) {
   const std::string name = "expert_mcyc_r3_linear_sigmoid";
   const auto edited = [&](const std::string& from, const std::string& to) {

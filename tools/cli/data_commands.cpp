@@ -144,15 +144,7 @@ int cmd_ae(const parsed& p) {
   const fe::calm_extras* ae = m->calm();
   if (!ae) fail_as(error_kind::usage, "muninn ae runs CALM models and autoencoders; this is ", m->info().display);
   const std::vector<std::int32_t> ids = input_ids(p, *m);
-  const std::int64_t K = ae->patch_size();
-  std::vector<std::int32_t> padded = ids;
-  if (padded.size() % std::size_t(K)) {
-    if (ae->pad_id() < 0)
-      fail_as(error_kind::usage, ae->autoencoder_source(), ": ", ids.size(), " tokens need padding to a multiple of ",
-              K, " but the config has no pad_token_id");
-    padded.resize((padded.size() / std::size_t(K) + 1) * std::size_t(K), std::int32_t(ae->pad_id()));
-  }
-  const std::vector<std::int32_t> back = ae->reconstruct(padded);
+  const std::vector<std::int32_t> back = ae->reconstruct(ae->padded(ids));
   std::size_t right = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) right += back[i] == ids[i];
   const std::vector<std::int32_t> shown(back.begin(), back.begin() + std::ptrdiff_t(ids.size()));

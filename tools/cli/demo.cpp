@@ -13,10 +13,11 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/frontend/registry.hpp"
+#include "muninn/frontend/solve.hpp"
 #include "muninn/io/json.hpp"
 #include "progress.hpp"
-#include "solve.hpp"
 
 namespace muninn::cli {
 namespace fe = muninn::frontend;
@@ -290,7 +291,7 @@ trm_score score_halting(fe::trm_extras& m, const io::puzzle_dataset& d, std::int
   const std::int64_t L = m.seq_len(), V = m.vocab_size();
   for (std::int64_t e0 = 0; e0 < n; e0 += 64) {
     const std::int64_t e1 = std::min(n, e0 + 64);
-    const puzzle_batch b = read_batch(d, e0, e1);
+    const fe::puzzle_batch b = fe::read_batch(d, e0, e1);
     const fe::trm_solution r = m.solve(b.inputs, b.ids, halt);
     for (std::int64_t i = 0; i < e1 - e0; ++i) {
       s.puzzles += 1;
@@ -307,8 +308,8 @@ int trm_demo(const std::string& dir, const parsed& p) {
   const fe::option_values& o = p.options;
   const auto model = fe::open_model(dir, o);
   fe::trm_extras& m = *model->trm();
-  const io::puzzle_dataset d = io::puzzle_dataset::open(solve_split_dir(m.dataset_dir(), dir + "/all_config.yaml data"));
-  check_dataset_fits(d, m);
+  const io::puzzle_dataset d = io::puzzle_dataset::open(fe::solve_split_dir(m.dataset_dir(), dir + "/all_config.yaml data"));
+  fe::check_dataset_fits(d, m);
   const std::int64_t n = std::min(d.num_examples(), o.integer("problems", d.num_examples()));
   // The calibrated threshold: --halt-threshold, else the one the run's expected.json records.
   std::optional<double> threshold;
@@ -335,8 +336,8 @@ int trm_demo(const std::string& dir, const parsed& p) {
   // One 16-step run scored after each checkpoint step (a step never depends on later ones).
   for (std::int64_t e0 = 0; e0 < n; e0 += 64) {
     const std::int64_t e1 = std::min(n, e0 + 64);
-    const puzzle_batch b = read_batch(d, e0, e1);
-    m.solve(b.inputs, b.ids, halt_choice(fe::option_values(fe::operation::solve), false, checkpoints.back()),
+    const fe::puzzle_batch b = fe::read_batch(d, e0, e1);
+    m.solve(b.inputs, b.ids, fe::halt_choice(fe::option_values(fe::operation::solve), false, checkpoints.back()),
             [&](const fe::trm_step_view& v) {
               for (std::size_t c = 0; c < checkpoints.size(); ++c)
                 if (checkpoints[c] == v.step)

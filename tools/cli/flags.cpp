@@ -100,6 +100,15 @@ std::vector<command> make_commands() {
        "Prints the rendered prompt (with --chat), then `ids: ...` and `tokens: N`. Text is encoded as\n"
        "generate encodes a text prompt (with the special tokens a Llama tokenizer adds), a rendered chat\n"
        "as it is."},
+      {"serve", "--model DIR [--host 127.0.0.1] [--port 8080] [flags]",
+       "an OpenAI-compatible HTTP server with continuous batching (completions, chat, models, health, metrics)",
+       operation::serve,
+       {model_flag()},
+       "Endpoints: POST /v1/completions and /v1/chat/completions (stream: true sends server-sent events),\n"
+       "GET /v1/models, GET /health, GET /metrics (Prometheus). A request's extra fields are the model's\n"
+       "generate options spelled with underscores (steps, exit, threshold, routing, top_k, ...). Prints\n"
+       "`muninn serve: listening on http://HOST:PORT` when ready; SIGTERM or SIGINT drains (new requests get\n"
+       "503, running ones get --grace seconds) and exits 0. See docs/serving.md."},
   };
 }
 

@@ -12,6 +12,7 @@
 #include "muninn/frontend/registry.hpp"
 #include "muninn/frontend/text.hpp"
 #include "muninn/io/npy.hpp"
+#include "muninn/server/server.hpp"
 
 #ifndef MUNINN_VERSION
 #define MUNINN_VERSION "unknown"
@@ -125,10 +126,7 @@ int cmd_generate(const parsed& p) {
   else
     prompt = fe::encode_rendered(*m, m->info().path, fe::render_chat(m->info().path, chat_messages(p, "--chat"), "--chat"),
                                  "--chat");
-  std::vector<std::int32_t> stops;
-  if (fe::find_option(fe::operation::generate, "stop") && p.options.has("stop")) stops = p.options.ids("stop");
-  if (!p.options.flag("ignore-eos"))
-    for (auto id : m->eos_ids()) stops.push_back(id);
+  const std::vector<std::int32_t> stops = fe::stop_ids(*m, p.options);
   const std::string stream = p.options.choice("stream");
   const bool text = which != "--tokens" && m->tokenizer();
   const bool streaming = stream == "on" || (stream == "auto" && isatty(STDOUT_FILENO) == 1);
@@ -163,6 +161,13 @@ int cmd_tokenize(const parsed& p) {
   }
   std::cout << "ids: " << join_ids(ids) << "\ntokens: " << ids.size() << "\n";
   return 0;
+}
+
+int cmd_serve(const parsed& p) {
+  muninn::server::take_signals();  // before any thread starts: the server alone takes SIGTERM
+  const auto m = open_model(p);
+  const muninn::server::settings s = muninn::server::settings::from(p.options, *m);
+  return muninn::server::serve(*m, s, std::cout);
 }
 
 namespace {
@@ -211,6 +216,7 @@ int dispatch(const command& cmd, const parsed& p) {
     case operation::solve: return cmd_solve(p);
     case operation::ae: return cmd_ae(p);
     case operation::tokenize: return cmd_tokenize(p);
+    case operation::serve: return cmd_serve(p);
   }
   return 1;
 }

@@ -11,51 +11,11 @@
 
 #include "cli_common.hpp"
 #include "muninn/families/trm/puzzle_dataset.hpp"
+#include "muninn/frontend/solve.hpp"
 #include "progress.hpp"
-#include "solve.hpp"
 
 namespace muninn::cli {
 namespace fe = muninn::frontend;
-
-std::string solve_split_dir(const std::string& data, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto st = fs::status(data, ec);
-  if (!fs::exists(st)) fail_as(error_kind::usage, flag, ": '", data, "' does not exist");
-  if (!fs::is_directory(st))
-    fail_as(error_kind::usage, flag, ": '", data, "' is a file; give the dataset's folder (holding test/) or a split folder");
-  if (fs::exists(fs::path(data) / "dataset.json", ec)) return data;
-  const fs::path test = fs::path(data) / "test";
-  if (!fs::exists(test / "dataset.json", ec))
-    fail_as(error_kind::usage, flag, ": '", data,
-            "' is neither a split folder (with dataset.json) nor a dataset folder with test/dataset.json");
-  return test.string();
-}
-
-void check_dataset_fits(const io::puzzle_dataset& d, const fe::trm_extras& m) {
-  const std::string f = d.dir() + "/dataset.json";
-  const io::puzzle_metadata& md = d.metadata();
-  if (md.seq_len != m.seq_len())
-    fail_as(error_kind::config, f, ": seq_len ", md.seq_len, " but the model's puzzles have seq_len ", m.seq_len(), " (",
-            m.config_source(), ")");
-  if (md.vocab_size > m.vocab_size())
-    fail_as(error_kind::config, f, ": vocab_size ", md.vocab_size, " exceeds the model's vocabulary of ", m.vocab_size(),
-            " tokens (", m.config_source(), ")");
-  if (md.num_puzzle_identifiers > m.puzzle_identifiers())
-    fail_as(error_kind::config, f, ": num_puzzle_identifiers ", md.num_puzzle_identifiers,
-            " exceeds the model's puzzle table of ", m.puzzle_identifiers(), " rows (", m.config_source(), ")");
-}
-
-puzzle_batch read_batch(const io::puzzle_dataset& d, std::int64_t e0, std::int64_t e1) {
-  puzzle_batch b;
-  for (std::int64_t e = e0; e < e1; ++e) {
-    const auto in = d.inputs(e);
-    b.inputs.insert(b.inputs.end(), in.begin(), in.end());
-    b.labels.push_back(d.labels(e));
-    b.ids.push_back(d.puzzle_identifier(e));
-  }
-  return b;
-}
 
 namespace {
 
@@ -87,77 +47,37 @@ void show_grids(std::ostream& os, const std::vector<std::int32_t>& in, const std
   }
 }
 
-struct solve_totals {
-  std::int64_t puzzles = 0, exact = 0, correct_tokens = 0, valid_tokens = 0, steps = 0;
-};
-
 }  // namespace
-
-fe::trm_halt_choice halt_choice(const frontend::option_values& o, bool learned, std::int64_t max_steps) {
-  fe::trm_halt_choice h;
-  h.learned = learned;
-  h.max_steps = max_steps;
-  if (o.has("halt-threshold")) {
-    h.use_threshold = true;
-    h.threshold = o.number("halt-threshold", 0.0);
-  }
-  return h;
-}
 
 int cmd_solve(const parsed& p) {
   const auto model = open_model(p);
   fe::trm_extras& m = *model->trm();
-  const io::puzzle_dataset d = io::puzzle_dataset::open(solve_split_dir(p.options.text("data"), "--data"));
-  check_dataset_fits(d, m);
-  const fe::option_values& o = p.options;
-  const bool q = o.choice("halt") == "q";
-  if (o.has("halt-threshold") && !q)
-    fail_as(error_kind::usage, "--halt-threshold needs --halt q (fixed halting runs every step)");
-  const std::int64_t max_steps = o.integer("max-steps", m.halt_max_steps());
-  const std::int64_t n = std::min(d.num_examples(), o.integer("limit", d.num_examples()));
-  const std::int64_t batch = o.integer("batch");
-  const bool show = o.flag("show");
+  const io::puzzle_dataset d = io::puzzle_dataset::open(fe::solve_split_dir(p.options.text("data"), "--data"));
+  fe::check_dataset_fits(d, m);
+  const fe::solve_plan plan = fe::plan_solve(m, p.options, d.num_examples());
+  const bool show = p.options.flag("show");
   const std::int64_t L = m.seq_len();
   const std::optional<std::int64_t> ignore = d.metadata().ignore_label_id;
-  const fe::trm_halt_choice halt = halt_choice(o, q, max_steps);
-  std::cout << "model: " << m.describe() << "\nhalting: "
-            << (q ? std::string("q (") +
-                        (halt.use_threshold ? "q_halt > " + o.text("halt-threshold", "") : m.halt_rule_name()) +
-                        "), at most "
-                  : std::string("fixed, "))
-            << max_steps << " steps\n";
-  solve_totals t;
+  std::cout << "model: " << m.describe() << "\nhalting: " << plan.halting << "\n";
   const progress_bar bar("solve");
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::int64_t e0 = 0; e0 < n; e0 += batch) {
-    const std::int64_t e1 = std::min(n, e0 + batch);
-    const puzzle_batch pb = read_batch(d, e0, e1);
-    const fe::trm_solution r = m.solve(pb.inputs, pb.ids, halt);
-    for (std::int64_t b = 0; b < e1 - e0; ++b) {
-      std::int64_t correct = 0, valid = 0;
-      for (std::int64_t k = 0; k < L; ++k) {
-        const std::int32_t lab = pb.labels[std::size_t(b)][std::size_t(k)];
-        if (ignore && lab == *ignore) continue;
-        ++valid;
-        correct += r.preds[std::size_t(b * L + k)] == lab;
-      }
-      t.puzzles += 1;
-      t.exact += correct == valid;
-      t.correct_tokens += correct;
-      t.valid_tokens += valid;
-      t.steps += r.steps[std::size_t(b)];
-      if (show) {
-        std::cout << "\npuzzle " << e0 + b << ": " << r.steps[std::size_t(b)] << " steps, "
-                  << (correct == valid ? "solved" : "not solved") << " (" << correct << "/" << valid << " tokens)\n";
-        const std::vector<std::int32_t> in(pb.inputs.begin() + b * L, pb.inputs.begin() + (b + 1) * L);
-        std::vector<std::int32_t> lab = pb.labels[std::size_t(b)];
-        if (ignore)
-          for (auto& v : lab) v = v == *ignore ? -1 : v;
-        show_grids(std::cout, in, r.preds.data() + b * L, lab, m.vocab_size());
-      }
-    }
-    bar.update(e1, n);
-  }
+  const fe::solve_report t = fe::run_solve(
+      m, plan, [&](std::int64_t e0, std::int64_t e1) { return fe::read_batch(d, e0, e1); }, ignore,
+      [&](std::int64_t e0, const fe::puzzle_batch& pb, const fe::trm_solution& r) {
+        for (std::size_t b = 0; show && b < pb.ids.size(); ++b) {
+          const fe::puzzle_score s = fe::score_puzzle(r.preds.data() + std::int64_t(b) * L, pb.labels[b], ignore);
+          std::cout << "\npuzzle " << e0 + std::int64_t(b) << ": " << r.steps[b] << " steps, "
+                    << (s.exact() ? "solved" : "not solved") << " (" << s.correct << "/" << s.valid << " tokens)\n";
+          const std::vector<std::int32_t> in(pb.inputs.begin() + std::int64_t(b) * L,
+                                             pb.inputs.begin() + std::int64_t(b + 1) * L);
+          std::vector<std::int32_t> lab = pb.labels[b];
+          if (ignore)
+            for (auto& v : lab) v = v == *ignore ? -1 : v;
+          show_grids(std::cout, in, r.preds.data() + std::int64_t(b) * L, lab, m.vocab_size());
+        }
+        bar.update(e0 + std::int64_t(pb.ids.size()), plan.puzzles);
+        return true;
+      });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char line[256];
   std::snprintf(line, sizeof line, "puzzles=%lld exact_accuracy=%.4f token_accuracy=%.4f (%lld/%lld tokens) mean_steps=%.2f\n",

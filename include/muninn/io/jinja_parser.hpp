@@ -378,6 +378,7 @@ class parser {
       break;
     }
     expect_op("]");
+    if (!is_slice && !parts[0]) error_at(p, "empty subscript '[]'");
     if (!is_slice) return binary(expr::kind::index, p, "", std::move(a), std::move(parts[0]));
     expr_ptr e = node(expr::kind::slice, p);
     e->args.push_back(std::move(a));

@@ -103,6 +103,20 @@ class model {
   const layer_weights<Backend, T>& layer_at(layer_group g, std::int64_t step, std::int64_t j) const {
     return layers(g)[std::size_t(sharing_policy::layer(sharing_, g, step, j))];
   }
+  /// \brief The stored layer that runs as layer j of group g for `rows` rows that are at different
+  /// recurrence steps (row i at step_of(i)) in one layer call, as depth-wise and exit batching
+  /// run them: one GEMM serves them all, so the SharingPolicy must give every row the same layer
+  /// (the cycle strategies do).
+  /// \throws muninn::error naming the strategy when it does not
+  template <class StepOf>
+  const layer_weights<Backend, T>& layer_at_steps(layer_group g, std::size_t rows, StepOf&& step_of,
+                                                  std::int64_t j) const {
+    const auto& first = layer_at(g, rows ? step_of(std::size_t(0)) : 0, j);
+    for (std::size_t i = 1; i < rows; ++i)
+      MUNINN_CHECK(&layer_at(g, step_of(i), j) == &first, "rows of different recursions run in one layer call, which sharing::",
+                   sharing_policy::name, " gives different layers");
+    return first;
+  }
   /// \brief The layer groups as the SharingPolicy sees them.
   const sharing_layout& sharing() const { return sharing_; }
   /// \brief Width of one output row: the vocabulary size, or what the HeadPolicy says

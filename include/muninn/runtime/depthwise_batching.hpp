@@ -57,7 +57,9 @@ class depthwise_batcher {
   using context = typename Model::context_type;
 
  public:
-  depthwise_batcher(const Model& m, std::vector<context>& ctxs, const depthwise_options& d)
+  /// \brief Sequence `seq` is `*ctxs[seq]`; the owner may grow the list and reseat entries of
+  /// sequences that hold no token here (see drop).
+  depthwise_batcher(const Model& m, std::vector<context*>& ctxs, const depthwise_options& d)
       : m_(m), be_(m.backend()), ctxs_(ctxs), cap_(d.max_batch), flush_at_(d.flush_at > 0 ? d.flush_at : d.max_batch),
         pool_ws_(m.make_workspace(d.max_batch)), last_ws_(m.make_workspace(2 * d.max_batch)) {
     MUNINN_CHECK(d.max_batch >= 1, "depth-wise batching: max_batch must be >= 1, got ", d.max_batch);
@@ -68,6 +70,16 @@ class depthwise_batcher {
   void push(std::int32_t seq, std::int32_t token) { waiting_.push_back({seq, token}); }
   /// \brief True while a token is waiting, recurring or waiting for the last layer.
   bool busy() const { return !waiting_.empty() || !pool_.empty() || !done_.empty(); }
+  /// \brief Tokens recurring now (rows of the next shared-block call).
+  std::int64_t recurring() const { return std::int64_t(pool_.size()); }
+  /// \brief Forgets sequence `seq`'s token wherever it is (a request that was cancelled): its row
+  /// leaves the pool at once; its context keeps only what was committed before.
+  void drop(std::int32_t seq) {
+    waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [&](const waiting_token& w) { return w.seq == seq; }),
+                   waiting_.end());
+    drop_rows(done_, last_ws_, seq);
+    drop_rows(pool_, pool_ws_, seq);
+  }
 
   /// \brief One scheduling step: admit waiting tokens, one call of the shared block, and the last
   /// layer for the stopped tokens when enough have gathered (or nothing else is running). Returns
@@ -87,7 +99,23 @@ class depthwise_batcher {
   struct row { std::int32_t seq, token; std::int64_t next; float gate; };  // next: the recursion it runs next
 
   std::int64_t h() const { return m_.dims().h; }
-  std::int64_t pos_of(const row& r) const { return ctxs_[std::size_t(r.seq)].length(); }
+  context& ctx(std::int32_t seq) const { return *ctxs_[std::size_t(seq)]; }
+  std::int64_t pos_of(const row& r) const { return ctx(r.seq).length(); }
+
+  // Removes `seq`'s rows from `rows`, compacting their states in ws.e() (the pool) or last_ws_.e().
+  void drop_rows(std::vector<row>& rows, workspace<Backend, T>& ws, std::int32_t seq = -1) {
+    if (seq < 0) return;
+    std::vector<std::uint8_t> keep(rows.size(), 1);
+    bool any = false;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].seq == seq) keep[i] = 0, any = true;
+    if (!any) return;
+    engine::compact_rows(be_, ws.e(), h(), keep, ws.head());
+    std::vector<row> kept;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (keep[i]) kept.push_back(rows[i]);
+    rows = std::move(kept);
+  }
 
   // One run per row (each row is a different sequence's token); positions uploaded to `pos`.
   engine::active_rows rows_of(const std::vector<row>& rows, std::int32_t* pos) const {
@@ -95,18 +123,6 @@ class depthwise_batcher {
     for (const row& r : rows) a.append(r.seq, pos_of(r), 1);
     engine::upload_positions(be_, a, pos);
     return a;
-  }
-
-  // The stored layer that runs as layer j for every row: rows at different recursions share one
-  // GEMM, so the SharingPolicy must give them the same layer (cycle strategies do).
-  template <class StepOf>
-  const layer_weights<Backend, T>& layer_for(layer_group group, std::size_t rows, StepOf&& step_of, std::int64_t j) const {
-    const auto& first = m_.layer_at(group, step_of(0), j);
-    for (std::size_t i = 1; i < rows; ++i)
-      MUNINN_CHECK(&m_.layer_at(group, step_of(i), j) == &first, "depth-wise batching runs rows of different "
-                   "recursions in one layer call, which sharing::", Arch::sharing_policy::name,
-                   " gives different layers");
-    return first;
   }
 
   // Runs the layers of `group` on buf for `rows`, row i at recursion step(i), each in its sequence's cache.
@@ -119,17 +135,17 @@ class depthwise_batcher {
       kv_views<T> kv;
       kv.row_pos = ws.pos();
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        auto& st = ctxs_[std::size_t(rows[i].seq)].kv_storage();
+        auto& st = ctx(rows[i].seq).kv_storage();
         const std::int64_t s = step_of(i);
         kv.write.push_back(st.slot(group, s, std::int64_t(j)));
         kv.write_row.push_back(st.write_row(group, s, std::int64_t(j), act.runs()[i]));
       }
       kv.read = [&, j](std::size_t i, const engine::row_run& run) {
-        auto& c = ctxs_[std::size_t(rows[i].seq)];
+        auto& c = ctx(rows[i].seq);
         return c.kv_storage().read(group, step_of(i), std::int64_t(j), run, c.steps_used());
       };
       nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
-          be_, layer_for(group, rows.size(), step_of, std::int64_t(j)), m_.dims(), buf, act, kv,
+          be_, m_.layer_at_steps(group, rows.size(), step_of, std::int64_t(j)), m_.dims(), buf, act, kv,
           m_.weights().rope.data(), ws.scratch());
     }
   }
@@ -239,7 +255,7 @@ class depthwise_batcher {
     engine::download_floats(be_, last_ws_.logits(), n * V, logits.data());
     std::vector<std::int32_t> seqs;
     for (const row& r : done_) {
-      ctxs_[std::size_t(r.seq)].commit_token(r.token, std::int32_t(r.next));
+      ctx(r.seq).commit_token(r.token, std::int32_t(r.next));
       seqs.push_back(r.seq);
     }
     stats_.tokens += n;
@@ -250,7 +266,7 @@ class depthwise_batcher {
 
   const Model& m_;
   const Backend& be_;
-  std::vector<context>& ctxs_;
+  std::vector<context*>& ctxs_;
   std::int64_t cap_, flush_at_;
   workspace<Backend, T> pool_ws_, last_ws_;
   std::deque<waiting_token> waiting_;
@@ -285,7 +301,9 @@ std::vector<generate_result> generate_depthwise(const Model& m, const std::vecto
     ctxs.push_back(m.make_context(lim));
     samplers.emplace_back(opt.sampling);
   }
-  detail::depthwise_batcher<Model> batcher(m, ctxs, d);
+  std::vector<typename Model::context_type*> ctx_of;
+  for (auto& c : ctxs) ctx_of.push_back(&c);
+  detail::depthwise_batcher<Model> batcher(m, ctx_of, d);
   const std::int64_t V = m.config().vocab_size;
   const auto take = [&](std::size_t r, const float* logits) {
     auto& ctx = ctxs[r];

@@ -1,6 +1,9 @@
 // The CALM family in the front-end library: a CALM model (K tokens per step through the energy
 // head and the chunk autoencoder) or an autoencoder folder on its own (`muninn ae`).
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -22,18 +25,50 @@ std::string str(A&&... a) {
   return os.str();
 }
 
-// The chunk autoencoder round trip, on the model's own autoencoder or a folder's.
+// The chunk autoencoder, on the model's own autoencoder or a folder's. Inputs are checked here
+// (usage errors) before the autoencoder's own checks could report them as internal errors.
 class calm_ae final : public calm_extras {
  public:
   explicit calm_ae(ae_host* ae) : ae_(ae) {}
   std::int64_t patch_size() const override { return ae_->config().patch_size; }
+  std::int64_t latent_size() const override { return ae_->config().latent_size; }
   std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) const override {
+    check_chunks(ids);
     return ae_->reconstruct(ids);
+  }
+  std::vector<float> encode(const std::vector<std::int32_t>& ids) const override {
+    check_chunks(ids);
+    return ae_->encode(ids);
+  }
+  std::vector<float> decode_logits(const std::vector<float>& z) const override {
+    check_latents(z);
+    return ae_->decode_logits(z);
+  }
+  std::vector<std::int32_t> decode(const std::vector<float>& z) const override {
+    check_latents(z);
+    return ae_->decode(z);
   }
   std::int64_t pad_id() const override { return ae_->config().pad_id; }
   const std::string& autoencoder_source() const override { return ae_->config().source; }
 
  private:
+  void check_chunks(const std::vector<std::int32_t>& ids) const {
+    const std::int64_t K = patch_size(), V = ae_->config().vocab_size;
+    if (ids.empty() || std::int64_t(ids.size()) % K != 0)
+      fail_as(error_kind::usage, "the autoencoder's input: ", ids.size(), " tokens is not a positive multiple of the "
+              "chunk size ", K);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= V)
+        fail_as(error_kind::usage, "the autoencoder's input: token id ", ids[i], " at index ", i,
+                " is out of range for vocab_size ", V);
+  }
+  void check_latents(const std::vector<float>& z) const {
+    const std::int64_t l = latent_size();
+    if (z.empty() || std::int64_t(z.size()) % l != 0)
+      fail_as(error_kind::usage, "the latents: ", z.size(), " values is not a positive multiple of the latent size ", l);
+    for (std::size_t i = 0; i < z.size(); ++i)
+      if (!std::isfinite(z[i])) fail_as(error_kind::usage, "the latents: value ", i, " is ", z[i]);
+  }
   ae_host* ae_;
 };
 
@@ -43,6 +78,135 @@ void check_prompt(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
     if (ids[i] < 0 || ids[i] >= vocab)
       fail_as(error_kind::usage, "the prompt: token id ", ids[i], " at index ", i, " is out of range for vocab_size ", vocab);
 }
+
+// The generate options of a CALM request, checked before any work (the sampler's temperature rule).
+calm_generate_options calm_options_from(const calm_host& m, const std::vector<std::int32_t>& prompt,
+                                        const option_values& o) {
+  calm_generate_options g;
+  const std::int64_t K = m.patch_size();
+  const std::int64_t padded = (std::int64_t(prompt.size()) + K - 1) / K * K;
+  g.max_length = padded + o.integer("max-new-tokens");
+  g.temperature = o.number("temperature");
+  const std::string sampler = o.choice("sampler", "approx");
+  if (sampler != "approx" && sampler != "exact")
+    fail_as(error_kind::usage, o.spelled("sampler"), " ", sampler, " applies to Huginn checkpoints; CALM samples "
+            "chunks with approx or exact");
+  g.sampler = sampler == "exact" ? calm_sampler::exact : calm_sampler::approximate;
+  g.num_samples = o.integer("num-samples");
+  g.max_draws = o.integer("max-draws");
+  g.seed = std::uint64_t(o.integer("seed"));
+  as_kind(error_kind::usage, [&] {
+    muninn::detail::check_calm_temperature(g);
+    return 0;
+  });
+  return g;
+}
+
+// CALM's batch engine: each request keeps its own backbone context and draws its chunks as
+// generate_calm does; a step advances every request by one chunk (the first step of a request
+// reads its whole padded prompt).
+class calm_batch final : public batch_engine {
+ public:
+  calm_batch(calm_host& m, const batch_limits& lim) : m_(m), lim_(lim) {}
+
+  void check(const std::vector<std::int32_t>& prompt, const option_values& o) const override {
+    (void)plan(prompt, o);
+  }
+
+  std::int64_t add(const std::vector<std::int32_t>& prompt, const option_values& o,
+                   const std::vector<std::int32_t>&) override {
+    request r = plan(prompt, o);
+    r.id = next_id_;
+    r.ctx = std::make_unique<calm_host::context_type>(m_.make_context(r.chunks, std::int64_t(r.padded.size()) / r.K));
+    reqs_.push_back(std::move(r));
+    return next_id_++;
+  }
+
+  std::vector<batch_output> step() override {
+    stats_ = {};
+    std::vector<batch_output> out;
+    const calm_config& c = m_.config();
+    for (request& r : reqs_) {
+      const bool first = r.fed == 0;
+      const std::vector<std::int32_t> feed =
+          first ? r.padded : std::vector<std::int32_t>(r.padded.end() - r.K, r.padded.end());
+      const std::vector<float> h = m_.hidden(*r.ctx, feed, logits_for::last);
+      r.fed += std::int64_t(feed.size());
+      stats_.rows += std::int64_t(feed.size()) / r.K;
+      if (first) stats_.prefill_tokens += std::int64_t(feed.size());
+      ++stats_.requests;
+      const std::int64_t p = std::int64_t(r.padded.size()) / r.K - 1;
+      std::int64_t draws = 0;
+      const std::vector<std::int32_t> chunk = muninn::detail::next_calm_chunk(m_, h, p, r.g, draws);
+      r.padded.insert(r.padded.end(), chunk.begin(), chunk.end());
+      batch_output o;
+      o.id = r.id;
+      for (auto t : chunk)
+        if (t != c.pad_id) o.tokens.push_back(t);
+      o.steps.assign(o.tokens.size(), std::int32_t(draws));
+      const bool eos = c.eos_id >= 0 && std::find(chunk.begin(), chunk.end(), std::int32_t(c.eos_id)) != chunk.end();
+      if (eos || std::int64_t(r.padded.size()) >= r.g.max_length) {
+        r.done = true;
+        o.finished = true;
+        o.stop_reason = eos ? "stop" : "length";
+      }
+      out.push_back(std::move(o));
+    }
+    reqs_.erase(std::remove_if(reqs_.begin(), reqs_.end(), [](const request& r) { return r.done; }), reqs_.end());
+    return out;
+  }
+
+  void remove(std::int64_t id) override {
+    reqs_.erase(std::remove_if(reqs_.begin(), reqs_.end(), [&](const request& r) { return r.id == id; }), reqs_.end());
+  }
+  std::int64_t size() const override { return std::int64_t(reqs_.size()); }
+  const batch_step_stats& last_step() const override { return stats_; }
+
+ private:
+  struct request {
+    std::int64_t id = 0;
+    calm_generate_options g;
+    std::int64_t K = 1;
+    std::vector<std::int32_t> padded;  // the prompt, its padding, then the chunks drawn
+    std::int64_t chunks = 0;           // chunk positions the context holds
+    std::unique_ptr<calm_host::context_type> ctx;
+    std::int64_t fed = 0;
+    bool done = false;
+  };
+
+  // The request's options, its padded prompt and the chunk positions it needs, checked.
+  request plan(const std::vector<std::int32_t>& prompt, const option_values& o) const {
+    const calm_config& c = m_.config();
+    check_prompt(prompt, c.backbone.vocab_size);
+    for (const char* f : {"draft-steps", "lookahead", "dump-states"})
+      if (o.has(f)) fail_as(error_kind::usage, o.spelled(f), " does not apply to CALM checkpoints");
+    request r;
+    r.g = calm_options_from(m_, prompt, o);
+    r.K = c.patch_size;
+    r.padded = prompt;
+    if (prompt.size() % std::size_t(r.K) != 0) {
+      if (c.pad_id < 0)
+        fail_as(error_kind::usage, "the prompt of ", prompt.size(), " tokens needs padding to a multiple of ", r.K,
+                " but the config has no pad_token_id");
+      r.padded.resize((prompt.size() / std::size_t(r.K) + 1) * std::size_t(r.K), std::int32_t(c.pad_id));
+    }
+    const std::int64_t P = std::int64_t(r.padded.size()) / r.K;
+    r.chunks = std::max<std::int64_t>(P + 1, (r.g.max_length + r.K - 1) / r.K);
+    const std::int64_t limit = lim_.context > 0 ? std::min(lim_.context, c.backbone.block_size * r.K)
+                                                : c.backbone.block_size * r.K;
+    if (r.chunks * r.K > limit)
+      fail_as(error_kind::usage, "the prompt of ", prompt.size(), " tokens (", P, " chunks of ", r.K, ") + ",
+              o.spelled("max-new-tokens"), " ", o.integer("max-new-tokens"), " needs ", r.chunks * r.K,
+              " positions; the context holds ", limit);
+    return r;
+  }
+
+  calm_host& m_;
+  batch_limits lim_;
+  std::vector<request> reqs_;
+  std::int64_t next_id_ = 1;
+  batch_step_stats stats_;
+};
 
 // A CALM model: generate, BrierLM, the autoencoder.
 class calm_loaded final : public loaded_model {
@@ -54,27 +218,14 @@ class calm_loaded final : public loaded_model {
   bool prompt_adds_special_tokens() const override { return true; }
   std::vector<std::int32_t> eos_ids() const override { return x_.eos; }
   const calm_extras* calm() const override { return &ae_; }
+  std::unique_ptr<batch_engine> batch(const batch_limits& limits) const override {
+    return std::make_unique<calm_batch>(m_, limits);
+  }
 
   generation generate(const std::vector<std::int32_t>& prompt, const option_values& o,
                       const std::vector<std::int32_t>&, const generate_callbacks& cb) const override {
     check_prompt(prompt, m_.config().backbone.vocab_size);
-    calm_generate_options g;
-    const std::int64_t K = m_.patch_size();
-    const std::int64_t padded = (std::int64_t(prompt.size()) + K - 1) / K * K;
-    g.max_length = padded + o.integer("max-new-tokens");
-    g.temperature = o.number("temperature");
-    const std::string sampler = o.choice("sampler", "approx");
-    if (sampler != "approx" && sampler != "exact")
-      fail_as(error_kind::usage, o.spelled("sampler"), " ", sampler, " applies to Huginn checkpoints; CALM samples "
-              "chunks with approx or exact");
-    g.sampler = sampler == "exact" ? calm_sampler::exact : calm_sampler::approximate;
-    g.num_samples = o.integer("num-samples");
-    g.max_draws = o.integer("max-draws");
-    g.seed = std::uint64_t(o.integer("seed"));
-    as_kind(error_kind::usage, [&] {  // the sampler's temperature rule, before any work
-      muninn::detail::check_calm_temperature(g);
-      return 0;
-    });
+    calm_generate_options g = calm_options_from(m_, prompt, o);
     const std::int64_t pad = m_.config().pad_id;
     bool cancelled = false;
     g.on_chunk = [&](const std::vector<std::int32_t>& chunk) {
@@ -167,6 +318,16 @@ model_info calm_info(const model_folder& f, calm_host& m) {
 
 }  // namespace
 
+std::vector<std::int32_t> calm_extras::padded(std::vector<std::int32_t> ids) const {
+  const std::size_t K = std::size_t(patch_size());
+  if (ids.size() % K == 0) return ids;
+  if (pad_id() < 0)
+    fail_as(error_kind::usage, autoencoder_source(), ": ", ids.size(), " tokens need padding to a multiple of ", K,
+            " but the config has no pad_token_id");
+  ids.resize((ids.size() / K + 1) * K, std::int32_t(pad_id()));
+  return ids;
+}
+
 bool calm_family::recognizes(const model_folder& f) {
   return f.config && (io::is_calm_config(*f.config) || io::is_autoencoder_config(*f.config));
 }
@@ -189,7 +350,7 @@ std::string calm_family::redirect(operation op) {
 std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const option_values& o) {
   (void)detail::device_of(o);
   if (is_autoencoder_folder(f)) {
-    if (o.op() != operation::ae && o.op() != operation::info)
+    if (o.op() != operation::ae && o.op() != operation::info && o.op() != operation::load)
       fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own: muninn ae runs it; give the CALM "
               "model's folder (with --ae ", f.dir, ") to ", operation_name(o.op()));
     ae_host ae = as_kind(error_kind::checkpoint, [&] { return ae_host::load(f.dir); });

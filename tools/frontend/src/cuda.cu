@@ -3,7 +3,7 @@
 // units with -march=native and the host ops' GCC pragmas; only these CUDA models are
 // instantiated here (each CUDA instantiation is a large share of the build).
 
-#include "lm_adapter.hpp"
+#include "lm_batch.hpp"
 #include "muninn/cuda.cuh"
 #include "muninn/families/huginn/family.hpp"
 #include "muninn/families/llama/arch.hpp"

@@ -1,13 +1,193 @@
 // The Huginn family in the front-end library: its four compiled combinations (sandwich or
 // pre-norm blocks, concat adapter or additive injection), each with early exit compiled in.
 
+#include <map>
 #include <sstream>
 
-#include "lm_adapter.hpp"
+#include "lm_batch.hpp"
 #include "muninn/families/huginn/family.hpp"
+#include "muninn/runtime/exit_batching.hpp"
 
 namespace muninn::frontend {
 namespace {
+
+// Huginn served with per-token exits: requests whose exit rule lets tokens leave early decode
+// through exit pools (one per depth, rule and initial-state kind), in which every token recurs
+// at its own step and a token that exits frees its row for another request's token within the
+// same step; prompt tokens go through the pool one by one, as a lone forward under an exit rule
+// runs them. Fixed-depth requests, a warm start and the reference's whole-prompt exit use the
+// forward_batch engine beside it.
+template <class Model>
+class exit_batch final : public batch_engine {
+  using context = typename Model::context_type;
+  using pool = muninn::detail::exit_pool<Model>;
+
+ public:
+  exit_batch(const Model& m, const batch_limits& lim) : m_(m), lim_(lim), rows_(m, lim) {}
+
+  void check(const std::vector<std::int32_t>& prompt, const option_values& o) const override { rows_.check(prompt, o); }
+
+  std::int64_t add(const std::vector<std::int32_t>& prompt, const option_values& o,
+                   const std::vector<std::int32_t>& stops) override {
+    detail::lm_request_options r = detail::lm_request_from(m_, prompt, o, lim_.context);
+    const std::int64_t id = next_id_++;
+    const run_options& run = r.g.run;
+    const halting_options h = m_.resolve_halting(run);
+    if (h.criterion == halt_criterion::none || run.warm != warm_start::none || h.prefill != prefill_exit::per_token ||
+        h.end != unchecked_end::final_step) {
+      inner_[rows_.add(prompt, o, stops)] = id;
+      return id;
+    }
+    r.g.stop_ids = stops;
+    std::int32_t slot = 0;
+    while (std::size_t(slot) < ctx_of_.size() && ctx_of_[std::size_t(slot)]) ++slot;
+    if (std::size_t(slot) == ctx_of_.size()) ctx_of_.push_back(nullptr);
+    pool& p = pool_for(run);
+    auto q = std::make_unique<request>(id, slot, r.g, m_.make_context(r.lim), prompt, &p);
+    ctx_of_[std::size_t(slot)] = &q->ctx;
+    p.push(slot, prompt[0], run.seed);
+    reqs_.push_back(std::move(q));
+    return id;
+  }
+
+  std::vector<batch_output> step() override {
+    stats_ = {};
+    std::vector<batch_output> out;
+    if (rows_.size() > 0) {
+      for (batch_output& o : rows_.step()) {
+        o.id = inner_.at(o.id);
+        if (o.finished) erase_inner(o.id);
+        out.push_back(std::move(o));
+      }
+      stats_ = rows_.last_step();
+    }
+    std::vector<float> logits;
+    std::vector<std::int32_t> steps;
+    const std::int64_t V = m_.config().vocab_size;
+    for (auto& [key, p] : pools_) {
+      if (!p->busy()) continue;
+      const std::int64_t recurring = p->recurring();
+      const std::vector<std::int32_t> seqs = p->step(logits, steps);
+      stats_.rows += std::max(recurring, p->recurring());
+      stats_.layer_rows += std::max(recurring, p->recurring());
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        request& r = by_slot(seqs[i]);
+        const std::int64_t len = r.ctx.length(), P = std::int64_t(r.prompt.size());
+        if (len <= P) ++stats_.prefill_tokens;
+        if (len < P) {  // a prompt token before the last: the next one follows, its logits are not needed
+          r.home->push(r.slot, r.prompt[std::size_t(len)], r.g.run.seed);
+          continue;
+        }
+        ++stats_.requests;
+        take(r, logits.data() + std::int64_t(i) * V, out);
+      }
+    }
+    for (auto it = reqs_.begin(); it != reqs_.end();)
+      if ((*it)->done) {
+        ctx_of_[std::size_t((*it)->slot)] = nullptr;
+        it = reqs_.erase(it);
+      } else {
+        ++it;
+      }
+    return out;
+  }
+
+  void remove(std::int64_t id) override {
+    for (const auto& [inner, outer] : inner_)
+      if (outer == id) {
+        rows_.remove(inner);
+        erase_inner(id);
+        return;
+      }
+    for (auto it = reqs_.begin(); it != reqs_.end(); ++it)
+      if ((*it)->id == id) {
+        (*it)->home->drop((*it)->slot);  // its token leaves the pool now
+        ctx_of_[std::size_t((*it)->slot)] = nullptr;
+        reqs_.erase(it);
+        return;
+      }
+  }
+  std::int64_t size() const override { return std::int64_t(reqs_.size()) + rows_.size(); }
+  const batch_step_stats& last_step() const override { return stats_; }
+
+ private:
+  struct request {
+    request(std::int64_t i, std::int32_t s, generate_options o, context c, std::vector<std::int32_t> p, pool* h)
+        : id(i), slot(s), g(std::move(o)), ctx(std::move(c)), smp(g.sampling), prompt(std::move(p)), home(h) {}
+    std::int64_t id;
+    std::int32_t slot;  // its sequence index in the pools
+    generate_options g;
+    context ctx;
+    sampler smp;
+    std::vector<std::int32_t> prompt;
+    pool* home;
+    std::int64_t produced = 0;
+    bool done = false;
+  };
+
+  // Requests share a pool when everything but the seed of their passes is equal.
+  pool& pool_for(const run_options& run) {
+    run_options keyed = run;
+    keyed.seed = 0;  // each token draws its initial state from its own request's seed
+    const std::string key = detail::pass_key(m_, keyed);
+    auto& p = pools_[key];
+    if (!p) {
+      exit_pool_options po;
+      po.max_rows = std::max<std::int64_t>(1, lim_.max_requests);
+      po.run = keyed;
+      p = std::make_unique<pool>(m_, ctx_of_, po);
+    }
+    return *p;
+  }
+
+  request& by_slot(std::int32_t slot) {
+    for (auto& q : reqs_)
+      if (q->slot == slot) return *q;
+    fail("exit batch: no request holds sequence ", slot);
+  }
+
+  void take(request& r, const float* logits, std::vector<batch_output>& out) {
+    const std::int32_t t = r.smp.sample(logits, m_.config().vocab_size, r.ctx.tokens());
+    batch_output o;
+    o.id = r.id;
+    o.tokens.push_back(t);
+    o.steps.push_back(r.ctx.steps_used().back());
+    ++r.produced;
+    const bool stop = std::find(r.g.stop_ids.begin(), r.g.stop_ids.end(), t) != r.g.stop_ids.end();
+    if (stop || r.produced >= r.g.max_new_tokens || r.ctx.length() >= r.ctx.limits().max_tokens) {
+      r.done = true;
+      o.finished = true;
+      o.stop_reason = stop ? "stop" : "length";
+    } else {
+      r.home->push(r.slot, t, r.g.run.seed);
+    }
+    out.push_back(std::move(o));
+  }
+
+  void erase_inner(std::int64_t outer) {
+    for (auto it = inner_.begin(); it != inner_.end(); ++it)
+      if (it->second == outer) {
+        inner_.erase(it);
+        return;
+      }
+  }
+
+  const Model& m_;
+  batch_limits lim_;
+  detail::rows_batch<Model> rows_;              // fixed depth, warm starts, whole-prompt exits
+  std::map<std::int64_t, std::int64_t> inner_;  // rows_ id -> id
+  std::vector<context*> ctx_of_;                // by pool sequence index; null: free
+  std::map<std::string, std::unique_ptr<pool>> pools_;
+  std::vector<std::unique_ptr<request>> reqs_;
+  std::int64_t next_id_ = 1;
+  batch_step_stats stats_;
+};
+
+template <class Model>
+std::unique_ptr<batch_engine> make_exit_batch(const Model& m, const batch_limits& lim) {
+  if (!lim.by_depth) return detail::make_rows_batch(m, lim);
+  return std::make_unique<exit_batch<Model>>(m, lim);
+}
 
 using sandwich_linear = huginn_adaptive_arch;
 using sandwich_add = huginn_adaptive_arch::with<injection::add>;
@@ -29,7 +209,7 @@ template <class Arch>
 std::unique_ptr<loaded_model> host_model(huginn_config cfg, const io::checkpoint& ck, detail::lm_extras x) {
   using M = model<host_backend, float, Arch>;
   M m = as_kind(error_kind::checkpoint, [&] { return M(host_backend{}, std::move(cfg), ck); });
-  return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x));
+  return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_exit_batch<M>);
 }
 
 }  // namespace

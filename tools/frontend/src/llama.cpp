@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "lm_adapter.hpp"
+#include "lm_batch.hpp"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/llama/family.hpp"
 

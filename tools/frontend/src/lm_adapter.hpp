@@ -178,6 +178,11 @@ class state_dump {
   step_hook hook() {
     return [this](std::int64_t pos, std::int64_t step, const float* x) { record(pos, step, x); };
   }
+  /// \brief The first `rows` positions as a tap (the states leave this dump).
+  tap_value take(std::int64_t rows) {
+    states_.resize(std::size_t(rows * S_ * h_));
+    return tap_value{{rows, S_, h_}, std::move(states_), {}};
+  }
   std::string write(const std::string& path, std::int64_t prompt, std::int64_t generated) const {
     const std::int64_t rows = std::min(ran_, generated > 0 ? prompt + generated - 1 : prompt);
     io::write_npy(path, states_.data(), {rows, S_, h_});
@@ -239,11 +244,20 @@ brier_report run_brier(const std::vector<std::int32_t>& stream, const option_val
 template <class S>
 using used_bytes_t = decltype(std::declval<const S&>().used_bytes());
 
+/// \brief Makes the batch engine of a model<> (a family may pass its own to lm_model).
+template <class Model>
+using batch_maker = std::unique_ptr<batch_engine> (*)(const Model&, const batch_limits&);
+
+/// \brief The forward_batch engine every model<> family can use (lm_batch.hpp).
+template <class Model>
+std::unique_ptr<batch_engine> make_rows_batch(const Model& m, const batch_limits& lim);
+
 /// \brief The loaded_model of a model<Backend, T, Arch>.
 template <class Model>
 class lm_model final : public loaded_model {
  public:
-  lm_model(Model m, lm_extras x) : m_(std::move(m)), x_(std::move(x)) {}
+  lm_model(Model m, lm_extras x, batch_maker<Model> make_batch = &make_rows_batch<Model>)
+      : m_(std::move(m)), x_(std::move(x)), make_batch_(make_batch) {}
 
   const model_info& info() const override { return x_.info; }
   const io::tokenizer* tokenizer() const override { return x_.tokenizer.get(); }
@@ -251,17 +265,78 @@ class lm_model final : public loaded_model {
   std::vector<std::int32_t> eos_ids() const override { return x_.eos; }
   const Model& model() const { return m_; }
 
-  forward_result forward(const std::vector<std::int32_t>& ids, const option_values& o) const override {
+  std::vector<tap_spec> taps() const override {
+    std::vector<tap_spec> t;
+    if (recurrent()) {
+      t.push_back({"trajectory", "the raw recurrent state after every step, float32 [positions, steps, hidden]"});
+      t.push_back({"latents", "the raw recurrent state after the last step (the coda's input), float32 "
+                              "[positions, hidden]"});
+    }
+    if (routed) t.push_back({"depths", "the recursions each position ran, int32 [positions]"});
+    return t;
+  }
+
+  forward_result forward(const std::vector<std::int32_t>& ids, const option_values& o,
+                         const std::vector<std::string>& taps) const override {
+    check_taps(taps);
     check_ids(ids, m_.config().vocab_size, "the input");
+    const auto wants = [&](const char* name) { return std::find(taps.begin(), taps.end(), name) != taps.end(); };
+    const std::int64_t n = std::int64_t(ids.size()), h = m_.config().n_embd;
     run_options run = run_options_from(m_, o);
     forward_result r;
-    run.depths = &r.depths;
+    if (routed) run.depths = &r.depths;
+    if (recurrent()) run.steps_used = &r.depths;
+    std::optional<state_dump> trajectory;
+    if (wants("trajectory")) {
+      trajectory.emplace(n, m_.resolve_steps(run), h);
+      run.on_step = trajectory->hook();
+    }
+    std::vector<float> latents;
+    if (wants("latents")) run.latents = &latents;
     r.logits = m_.forward(ids, run);
-    r.rows = std::int64_t(ids.size());
+    r.rows = n;
     r.vocab = m_.config().vocab_size;
     r.steps = recurrent() ? run.steps : -1;
-    if (!routed && !recurrent()) r.depths.clear();
+    if (trajectory) r.taps["trajectory"] = trajectory->take(n);
+    if (wants("latents")) r.taps["latents"] = tap_value{{n, h}, std::move(latents), {}};
+    if (wants("depths")) r.taps["depths"] = tap_value{{n}, {}, r.depths};
     return r;
+  }
+
+  std::vector<forward_result> forward_batch(const std::vector<std::vector<std::int32_t>>& seqs, const option_values& o,
+                                            const std::vector<std::string>& taps) const override {
+    // A router's choice depends on the whole call, and taps follow one sequence: those run alone.
+    if (routed || !taps.empty() || seqs.size() < 2) return loaded_model::forward_batch(seqs, o, taps);
+    const model_config& cfg = m_.config();
+    const run_options run = run_options_from(m_, o);
+    std::vector<typename Model::context_type> ctxs;
+    ctxs.reserve(seqs.size());
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      check_ids(seqs[i], cfg.vocab_size, "sequence " + std::to_string(i));
+      context_limits lim;
+      lim.max_tokens = std::int64_t(seqs[i].size());
+      if (lim.max_tokens > cfg.block_size)
+        fail_as(error_kind::usage, "sequence ", i, " of ", lim.max_tokens, " tokens exceeds the model's context "
+                "(block_size ", cfg.block_size, ")");
+      lim.max_steps = m_.resolve_steps(run);
+      lim.max_chunk = 1;  // the batch workspace below does the work
+      ctxs.push_back(m_.make_context(lim));
+      total += lim.max_tokens;
+    }
+    std::vector<typename Model::context_type*> live;
+    for (auto& c : ctxs) live.push_back(&c);
+    auto ws = m_.make_workspace(total);
+    std::vector<std::vector<float>> logits = m_.forward_batch(ws, live, seqs, run, logits_for::all);
+    std::vector<forward_result> out(seqs.size());
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      out[i].logits = std::move(logits[i]);
+      out[i].rows = std::int64_t(seqs[i].size());
+      out[i].vocab = cfg.vocab_size;
+      out[i].steps = recurrent() ? m_.resolve_steps(run) : -1;
+      if (recurrent()) out[i].depths = ctxs[i].steps_used();
+    }
+    return out;
   }
 
   generation generate(const std::vector<std::int32_t>& prompt, const option_values& o,
@@ -314,19 +389,34 @@ class lm_model final : public loaded_model {
     return out;
   }
 
-  std::vector<generation> generate_batch(const std::vector<std::vector<std::int32_t>>& prompts,
-                                         const option_values& o) const override {
-    for (const auto& p : prompts) check_ids(p, m_.config().vocab_size, "a prompt");
-    const generate_options g = generate_options_from(m_, o, {});
+  std::vector<generation> generate_batch(const std::vector<std::vector<std::int32_t>>& prompts, const option_values& o,
+                                         const std::vector<std::int32_t>& stops) const override {
+    // What the batched decoder does not run (speculative, the parallel sampler, state dumps) runs one at a time.
+    if (o.has("draft-steps") || wants_parallel(o) || o.has("dump-states"))
+      return loaded_model::generate_batch(prompts, o, stops);
+    for (std::size_t i = 0; i < prompts.size(); ++i)
+      check_ids(prompts[i], m_.config().vocab_size, "prompt " + std::to_string(i));
+    const generate_options g = generate_options_from(m_, o, stops);
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      const std::int64_t total = std::int64_t(prompts[i].size()) + g.max_new_tokens;
+      if (total > m_.config().block_size)
+        fail_as(error_kind::usage, "prompt ", i, " of ", prompts[i].size(), " tokens + ", g.max_new_tokens,
+                " new tokens = ", total, " exceeds the model's context (block_size ", m_.config().block_size, ")");
+    }
     std::vector<generation> out;
     for (auto& r : muninn::generate_batch(m_, prompts, g)) {
       generation x;
       x.tokens = std::move(r.tokens);
       x.steps = std::move(r.steps);
+      x.stop_reason = !x.tokens.empty() && std::find(stops.begin(), stops.end(), x.tokens.back()) != stops.end()
+                          ? "stop"
+                          : "length";
       out.push_back(std::move(x));
     }
     return out;
   }
+
+  std::unique_ptr<batch_engine> batch(const batch_limits& limits) const override { return make_batch_(m_, limits); }
 
   score_result score(const std::vector<std::vector<std::int32_t>>& seqs, const option_values& o,
                      const progress_fn& progress) const override {
@@ -336,8 +426,8 @@ class lm_model final : public loaded_model {
     if (routed) s.routing = run.routing == routing_mode::scoring ? "scoring" : "causal";
     double nll = 0;
     for (const auto& ids : seqs) {
-      check_ids(ids, V, "--data");
-      if (ids.size() < 2) fail_as(error_kind::usage, "--data: a sequence of 1 token has nothing to predict");
+      check_ids(ids, V, o.spelled("data"));
+      if (ids.size() < 2) fail_as(error_kind::usage, o.spelled("data"), ": a sequence of 1 token has nothing to predict");
       std::vector<std::int32_t> depths;
       run.depths = &depths;
       const std::vector<float> logits = m_.forward(ids, run);
@@ -402,6 +492,7 @@ class lm_model final : public loaded_model {
 
   Model m_;
   lm_extras x_;
+  batch_maker<Model> make_batch_;
 };
 
 }  // namespace muninn::frontend::detail

@@ -63,6 +63,10 @@ option_spec front_end(option_spec s) {
   s.model_free = true;
   return s;
 }
+option_spec cli_only(option_spec s) {
+  s.cli_only = true;
+  return s;
+}
 
 // ---- the building blocks shared by several operations
 
@@ -107,11 +111,11 @@ std::vector<option_spec> forward_options() {
           init_option(),
           seed_option(),
           routing_option("causal"),
-          flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed),
+          cli_only(flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed)),
           device_option(),
           dtype_option(),
           config_option(),
-          front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]"))};
+          cli_only(front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]")))};
 }
 
 std::vector<option_spec> sampling_options() {
@@ -133,12 +137,12 @@ std::vector<option_spec> generate_options() {
       init_option(),
       seed_option(),
       routing_option("causal"),
-      flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed),
+      cli_only(flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed)),
       device_option(),
       dtype_option(),
       config_option(),
-      choice("stream", {"auto", "on", "off"}, "print tokens as they are produced (auto: when stdout is a terminal)",
-             "auto"),
+      cli_only(choice("stream", {"auto", "on", "off"},
+                      "print tokens as they are produced (auto: when stdout is a terminal)", "auto")),
       ids_option("stop", "ID,ID", "stop after generating one of these token ids (each in [0, vocab))", softmax),
       flag("ignore-eos", "go on past the end-of-sequence ids of generation_config.json / config.json", softmax),
   };
@@ -185,7 +189,8 @@ std::vector<option_spec> generate_options() {
       text("cache-lookup", "full|latest-m4-compress-s<N>", "parallel: KV of the core", recurrent, "",
            "one recurrence of the core, which is latest-m4-compress-s4 on Huginn-0125's 4-layer core"),
       front_end(text("dump-states", "FILE.npy", "write every state of every recurrence step (layout below)", recurrent)),
-      flag("show-steps", "print the recurrence steps (CALM: head samples) of each generated token", {"huginn", "calm"}),
+      cli_only(flag("show-steps", "print the recurrence steps (CALM: head samples) of each generated token",
+                    {"huginn", "calm"})),
   };
   v.insert(v.end(), rest.begin(), rest.end());
   return v;
@@ -203,7 +208,7 @@ std::vector<option_spec> eval_options() {
       integer("block-size", "N", "tokens per teacher-forced block, at most the model's context", 5, 1 << 30, "8192"),
       integer("max-blocks", "M", "evaluate the first M blocks only", 1, 1 << 30, "", "every whole block"),
       seed_option(),
-      flag("verbose", "print each block's Brier-1..4 and BrierLM as it finishes"),
+      cli_only(flag("verbose", "print each block's Brier-1..4 and BrierLM as it finishes")),
       steps_option(),
       init_option(),
       config_option(),
@@ -234,7 +239,7 @@ std::vector<option_spec> solve_options() {
              "fixed: every puzzle runs --max-steps (the reference's evaluation); q: stop at the Q head's halt", "fixed"),
       number("halt-threshold", "X", "with --halt q: halt once q_halt > X instead of the reference's rule", -1e6, 1e6, "",
              "the reference's rule (q_halt > 0, or q_halt > q_continue)"),
-      flag("show", "print each puzzle's input, prediction and label grids"),
+      cli_only(flag("show", "print each puzzle's input, prediction and label grids")),
       integer("limit", "N", "the first N examples of the split only", 1, 1LL << 40, "", "every example"),
       integer("batch", "N", "puzzles per batch", 1, 1 << 16, "64"),
   };
@@ -243,6 +248,34 @@ std::vector<option_spec> solve_options() {
 std::vector<option_spec> ae_options() { return {ae_option()}; }
 
 std::vector<option_spec> tokenize_options() { return {}; }
+
+std::vector<option_spec> load_options() { return {device_option(), dtype_option(), config_option(), ae_option()}; }
+
+// `muninn serve`: the server's own settings (read by the server, never by a family) and the
+// options that choose how the model loads. A request's fields are options of `generate`.
+std::vector<option_spec> serve_options() {
+  std::vector<option_spec> o = {
+      front_end(text("host", "ADDR", "address to listen on (0.0.0.0: every interface)", {}, "127.0.0.1")),
+      front_end(integer("port", "N", "TCP port (0: a free one, printed when listening)", 0, 65535, "8080")),
+      front_end(integer("max-batch", "N", "requests decoding at once, each with its own KV cache", 1, 4096, "16")),
+      front_end(integer("max-queue", "N", "requests waiting for a place in the batch; more get 429", 0, 1 << 20, "64")),
+      front_end(text("api-key", "KEY", "require `Authorization: Bearer KEY` (401 otherwise)", {}, "",
+                     "$MUNINN_API_KEY when set, else none")),
+      front_end(integer("ctx", "N", "positions one request may hold: prompt + max_tokens", 1, 1 << 22, "",
+                        "the model's context")),
+      front_end(integer("prefill-chunk", "N", "prompt tokens fed per step over all new requests", 1, 1 << 20, "64")),
+      front_end(number("timeout", "S", "seconds a request may take from arrival to its last token", 0.001, 1e6, "600")),
+      front_end(integer("max-body", "BYTES", "request body size limit (413 above it)", 64, 1 << 30, "1048576")),
+      front_end(number("grace", "S", "on SIGTERM: seconds running requests get to finish before they are cancelled", 0,
+                       3600, "30")),
+      front_end(choice("batching", {"continuous", "sequence"},
+                       "continuous: requests join and leave at token boundaries, tokens scheduled by depth; sequence: "
+                       "a batch runs until its last request ends (the baseline)",
+                       "continuous")),
+  };
+  for (auto& s : load_options()) o.push_back(s);
+  return o;
+}
 
 }  // namespace
 
@@ -257,6 +290,8 @@ const char* operation_name(operation op) {
     case operation::solve: return "solve";
     case operation::ae: return "ae";
     case operation::tokenize: return "tokenize";
+    case operation::load: return "load";
+    case operation::serve: return "serve";
   }
   return "?";
 }
@@ -264,7 +299,8 @@ const char* operation_name(operation op) {
 const std::vector<option_spec>& options_of(operation op) {
   static const std::vector<option_spec> tables[] = {info_options(),  forward_options(), generate_options(),
                                                     score_options(), eval_options(),    demo_options(),
-                                                    solve_options(), ae_options(),      tokenize_options()};
+                                                    solve_options(), ae_options(),      tokenize_options(),
+                                                    load_options(),   serve_options()};
   return tables[static_cast<int>(op)];
 }
 
@@ -272,6 +308,13 @@ const option_spec* find_option(operation op, const std::string& name) {
   for (const auto& s : options_of(op))
     if (s.name == name) return &s;
   return nullptr;
+}
+
+std::vector<const option_spec*> call_options(operation op) {
+  std::vector<const option_spec*> out;
+  for (const auto& s : options_of(op))
+    if (!s.cli_only && (op == operation::load || !find_option(operation::load, s.name))) out.push_back(&s);
+  return out;
 }
 
 std::string default_text(const option_spec& s) {

@@ -116,6 +116,17 @@ void check_applicable(const family_entry& family, const option_values& o) {
   }
 }
 
+const family_entry& family_of(const loaded_model& m) {
+  for (const auto& e : family_table())
+    if (m.info().family == e.name) return e;
+  fail("family_of: no family named '", m.info().family, "' in this build");
+}
+
+void check_call(const loaded_model& m, const option_values& o) {
+  o.validate();
+  check_applicable(family_of(m), o);
+}
+
 std::unique_ptr<loaded_model> open_model(const std::string& path, const option_values& o, const std::string& flag) {
   o.validate();
   const std::string yaml = find_option(o.op(), "config") && o.has("config") ? o.text("config") : "";
@@ -128,31 +139,59 @@ std::unique_ptr<loaded_model> open_model(const std::string& path, const option_v
 // ---- loaded_model's defaults: the operation is not run by this family
 
 void loaded_model::not_run(operation op) const {
-  for (const auto& e : family_table())
-    if (info().family == e.name) {
-      const std::string r = e.redirect(op);
-      if (!r.empty()) fail_as(error_kind::usage, r);
-    }
+  const std::string r = family_of(*this).redirect(op);
+  if (!r.empty()) fail_as(error_kind::usage, r);
   fail_as(error_kind::usage, info().display, " checkpoints do not run ", operation_name(op));
 }
 
-forward_result loaded_model::forward(const std::vector<std::int32_t>&, const option_values&) const {
+forward_result loaded_model::forward(const std::vector<std::int32_t>&, const option_values&,
+                                     const std::vector<std::string>&) const {
   not_run(operation::forward);
+}
+std::vector<forward_result> loaded_model::forward_batch(const std::vector<std::vector<std::int32_t>>& seqs,
+                                                        const option_values& o,
+                                                        const std::vector<std::string>& taps) const {
+  std::vector<forward_result> out;
+  for (const auto& s : seqs) out.push_back(forward(s, o, taps));
+  return out;
+}
+
+void loaded_model::check_taps(const std::vector<std::string>& names) const {
+  const std::vector<tap_spec> offered = taps();
+  for (const auto& n : names) {
+    bool found = false;
+    for (const auto& t : offered) found = found || t.name == n;
+    if (found) continue;
+    std::string list;
+    for (const auto& t : offered) list += (list.empty() ? "" : ", ") + t.name;
+    fail_as(error_kind::usage, "unknown tap '", n, "': ", info().display, " checkpoints offer ",
+            list.empty() ? std::string("no taps") : list);
+  }
+}
+
+std::vector<std::int32_t> stop_ids(const loaded_model& m, const option_values& o) {
+  std::vector<std::int32_t> stops;
+  if (find_option(o.op(), "stop") && o.has("stop")) stops = o.ids("stop");
+  if (!(find_option(o.op(), "ignore-eos") && o.flag("ignore-eos")))
+    for (auto id : m.eos_ids()) stops.push_back(id);
+  return stops;
 }
 generation loaded_model::generate(const std::vector<std::int32_t>&, const option_values&,
                                   const std::vector<std::int32_t>&, const generate_callbacks&) const {
   not_run(operation::generate);
 }
 std::vector<generation> loaded_model::generate_batch(const std::vector<std::vector<std::int32_t>>& prompts,
-                                                     const option_values& o) const {
+                                                     const option_values& o,
+                                                     const std::vector<std::int32_t>& stop_ids) const {
   std::vector<generation> out;
-  for (const auto& p : prompts) out.push_back(generate(p, o, {}, {}));
+  for (const auto& p : prompts) out.push_back(generate(p, o, stop_ids, {}));
   return out;
 }
 score_result loaded_model::score(const std::vector<std::vector<std::int32_t>>&, const option_values&,
                                  const progress_fn&) const {
   not_run(operation::score);
 }
+std::unique_ptr<batch_engine> loaded_model::batch(const batch_limits&) const { not_run(operation::serve); }
 brier_report loaded_model::brierlm(const std::vector<std::int32_t>&, const option_values&, const brier_block_fn&) const {
   not_run(operation::eval);
 }

@@ -3,7 +3,6 @@
 #include "muninn/frontend/text.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "common.hpp"
@@ -50,12 +49,8 @@ std::string render_chat(const std::string& dir, const std::vector<chat_turn>& me
   for (const auto& [role, content] : messages) msgs.push_back({role, content});
   const auto vars = has_cfg ? io::chat_template::special_tokens(cfg) : io::chat_variables{};
   return as_kind(error_kind::config, [&] {
-    if (fs::is_regular_file(jinja, ec)) {
-      std::ifstream in(jinja, std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      return io::chat_template::parse(text.str(), jinja).render(msgs, true, vars);
-    }
+    if (fs::is_regular_file(jinja, ec))  // read_text_file checks again on the descriptor
+      return io::chat_template::parse(io::read_text_file(jinja), jinja).render(msgs, true, vars);
     if (!has_cfg || !cfg.find("chat_template"))
       fail_as(error_kind::usage, flag, " needs a chat template: ", dir, " has no chat_template.jinja and ",
               has_cfg ? cfg_path + " has no \"chat_template\"" : "no tokenizer_config.json");

@@ -60,6 +60,14 @@ class trm_loaded final : public loaded_model, public trm_extras {
     if (std::int64_t(inputs.size()) != std::int64_t(ids.size()) * c.seq_len)
       fail_as(error_kind::usage, "trm solve: ", inputs.size(), " input tokens for ", ids.size(), " puzzles of seq_len ",
               c.seq_len);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] < 0 || inputs[i] >= c.vocab_size)
+        fail_as(error_kind::usage, "trm solve: token ", inputs[i], " of puzzle ", i / std::size_t(c.seq_len),
+                " (position ", i % std::size_t(c.seq_len), ") is outside the vocabulary [0, ", c.vocab_size, ")");
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= c.num_puzzle_identifiers)
+        fail_as(error_kind::usage, "trm solve: puzzle identifier ", ids[i], " of puzzle ", i,
+                " is outside the puzzle table [0, ", c.num_puzzle_identifiers, ")");
     const auto step = [&](std::int64_t s, const std::vector<std::int64_t>& samples, const trm_step_output& o) {
       if (!on_step) return;
       trm_step_view v;
@@ -118,6 +126,7 @@ bool trm_family::recognizes(const model_folder& f) { return f.trm_run; }
 std::string trm_family::redirect(operation op) {
   switch (op) {
     case operation::info:
+    case operation::load:
     case operation::solve:
     case operation::demo: return "";
     default:

@@ -34,8 +34,9 @@ inline bool has_config_json(const std::filesystem::path& dir) {
   return std::filesystem::is_regular_file(dir / "config.json", ec);
 }
 
-// Where the autoencoder's config.json is: --ae, else config.ae_path when it exists here, else an
-// `ae` or `autoencoder` folder beside the weights. None: one error that says what was tried.
+// Where the autoencoder's config.json is: --ae, else config.ae_path (a relative one against the
+// model folder first, then the current directory, so that a command works from any directory),
+// else an `ae` or `autoencoder` folder beside the weights. None: one error that says what was tried.
 inline std::string find_calm_autoencoder(const std::string& dir, const calm_config& cfg, const std::string& ae_dir) {
   namespace fs = std::filesystem;
   if (!ae_dir.empty()) {
@@ -43,7 +44,10 @@ inline std::string find_calm_autoencoder(const std::string& dir, const calm_conf
     return ae_dir;
   }
   std::vector<std::string> tried;
-  if (!cfg.ae_path.empty()) tried.push_back(cfg.ae_path);
+  if (!cfg.ae_path.empty()) {
+    if (fs::path(cfg.ae_path).is_relative()) tried.push_back((fs::path(dir) / cfg.ae_path).lexically_normal().string());
+    tried.push_back(cfg.ae_path);
+  }
   for (const char* sub : {"ae", "autoencoder"}) tried.push_back((fs::path(dir) / sub).string());
   for (const std::string& t : tried)
     if (has_config_json(t)) return t;

@@ -4,6 +4,7 @@
 /// parsed with yaml-cpp: the reference's HF Trainer output has a plain LlamaConfig and no MoR
 /// fields, so the run's YAML is where its recursion and routing settings live.
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -90,14 +91,82 @@ inline mor_settings mor_settings_of(const YAML::Node& root, const std::string& p
 }
 }  // namespace detail
 
-/// \brief The YAML that describes the checkpoint at `dir` when its config.json has no `mor`
-/// block: `mor.yaml` beside it, or the Hydra run's `.hydra/config.yaml`; empty when neither exists.
-inline std::string mor_yaml_beside(const std::string& dir) {
+namespace detail {
+
+inline bool is_yaml_name(const std::filesystem::path& p) {
+  const std::string e = p.extension().string();
+  return e == ".yaml" || e == ".yml";
+}
+
+// Whether a YAML file in a checkpoint's parent folder describes a Mixture-of-Recursions run: it
+// parses and has a top-level `mor` mapping. A file that does not parse describes nothing here
+// (the parent folder is not ours to validate); one that is refused for its size or kind neither.
+inline bool describes_mor_run(const std::filesystem::path& p) {
+  try {
+    const YAML::Node root = load_yaml_file(p.string());
+    return root.IsMap() && root["mor"].IsMap();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// How many entries of the parent folder are looked at: a run folder holds a few files; a folder of
+// thousands is not a run's, and scanning it would cost more than the answer is worth.
+inline constexpr std::size_t mor_parent_scan_limit = 4096;
+
+// The parent folder's YAML files that describe a MoR run, sorted.
+inline std::vector<std::string> mor_yamls_in(const std::filesystem::path& parent) {
   namespace fs = std::filesystem;
-  const fs::path d = fs::is_directory(dir) ? fs::path(dir) : fs::path(dir).parent_path();
-  for (const fs::path& p : {d / "mor.yaml", d / ".hydra" / "config.yaml"})
-    if (fs::exists(p)) return p.string();
-  return "";
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::directory_iterator it(parent, ec), end;
+  for (std::size_t seen = 0; !ec && it != end && seen < mor_parent_scan_limit; it.increment(ec), ++seen) {
+    const fs::path p = it->path();
+    if (is_yaml_name(p) && fs::is_regular_file(p, ec) && describes_mor_run(p)) found.push_back(p.string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// The checkpoint folder as an absolute path without a trailing separator (so that its parent is
+// the folder above it); a config.json path stands for its folder.
+inline std::filesystem::path folder_path(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::is_directory(dir, ec) ? fs::path(dir) : fs::path(dir).parent_path()).lexically_normal();
+  return p.has_filename() ? p : p.parent_path();
+}
+
+}  // namespace detail
+
+/// \brief Every place looked for the YAML of the checkpoint folder `dir`, in order: the folder's
+/// `mor.yaml` and `.hydra/config.yaml`, then one level up (where a training run leaves it, with
+/// the checkpoint as a subfolder) `.hydra/config.yaml`, `<folder name>.yaml` / `.yml` and
+/// `run.yaml`; last, any other YAML file up there with a top-level `mor` block.
+inline std::vector<std::string> mor_yaml_places(const std::string& dir) {
+  const std::filesystem::path here = detail::folder_path(dir), up = here.parent_path();
+  const std::string name = here.filename().string();
+  return {(here / "mor.yaml").string(),          (here / ".hydra" / "config.yaml").string(),
+          (up / ".hydra" / "config.yaml").string(), (up / (name + ".yaml")).string(),
+          (up / (name + ".yml")).string(),       (up / "run.yaml").string(),
+          (up / "*.yaml").string() + " with a top-level 'mor' block"};
+}
+
+/// \brief The YAML that describes the checkpoint folder `dir` when its config.json has no `mor`
+/// block, from the places of mor_yaml_places in their order; empty when none exists. Several
+/// unnamed YAML files one level up that each describe a MoR run are one error listing them: which
+/// of them trained this checkpoint cannot be told, and a guess would run it with wrong settings.
+inline std::string mor_yaml_beside(const std::string& dir) {
+  std::error_code ec;
+  const std::vector<std::string> places = mor_yaml_places(dir);
+  for (std::size_t i = 0; i + 1 < places.size(); ++i)
+    if (std::filesystem::is_regular_file(places[i], ec)) return places[i];
+  const std::vector<std::string> found = detail::mor_yamls_in(detail::folder_path(dir).parent_path());
+  if (found.size() <= 1) return found.empty() ? "" : found.front();
+  std::string list;
+  for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
+  fail(dir, ": its config.json has no 'mor' block and several YAML files one level up describe a "
+            "Mixture-of-Recursions run (", list, "); give this checkpoint's with --config FILE");
 }
 
 /// \brief A mor_config: config.json's Llama fields with the `mor` block, or — for the
@@ -109,7 +178,14 @@ inline mor_config read_mor_config(const std::string& path_or_dir, const std::str
   const json root = read_json_file(path);
   const bool has_block = root.is_object() && root.find("mor");
   const std::string y = !yaml.empty() ? yaml : has_block ? "" : mor_yaml_beside(path);
-  if (y.empty()) return mor_config_from_json(root, path);
+  if (y.empty()) {
+    if (has_block) return mor_config_from_json(root, path);
+    std::string looked;
+    for (const std::string& p : mor_yaml_places(path))
+      looked += (looked.empty() ? "" : ", ") + p;
+    fail(path, ": no 'mor' block: not a Mixture-of-Recursions config, and no run YAML was found (looked at ",
+         looked, "); give the run's Hydra YAML with --config FILE");
+  }
   MUNINN_CHECK(!(has_block && !yaml.empty()), path, " has a 'mor' block and --config ", yaml,
                " was given too: use one of them");
   const mor_settings m = mor_settings_from_yaml(y);

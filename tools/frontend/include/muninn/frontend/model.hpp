@@ -12,10 +12,12 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "muninn/frontend/batch.hpp"
 #include "muninn/frontend/options.hpp"
 
 namespace muninn::io {
@@ -44,6 +46,21 @@ struct model_info {
 /// \brief Progress of a long call: `done` of `total` units (blocks, sequences, puzzles).
 using progress_fn = std::function<void(std::int64_t done, std::int64_t total)>;
 
+/// \brief A named observation point of a forward pass that a model offers (a tap): what a caller
+/// can ask forward() to hand back beside the logits.
+struct tap_spec {
+  std::string name;  ///< "trajectory"
+  std::string help;  ///< one line: what it holds and its shape
+};
+
+/// \brief The values of one tap, row-major with their shape: float values (states) or integer
+/// values (counts); the other vector is empty.
+struct tap_value {
+  std::vector<std::int64_t> shape;
+  std::vector<float> f32;
+  std::vector<std::int32_t> i32;
+};
+
 /// \brief Logits of every position of one forward pass.
 struct forward_result {
   std::vector<float> logits;          ///< [rows, vocab]
@@ -51,6 +68,7 @@ struct forward_result {
   std::int64_t vocab = 0;             ///< V
   std::int64_t steps = -1;            ///< recurrence depth used (-1: not a recurrent model)
   std::vector<std::int32_t> depths;   ///< recursions or steps each position ran (routed and recurrent models)
+  std::map<std::string, tap_value> taps;  ///< the taps the caller asked for, by name
 };
 
 /// \brief Streaming and cancellation of a generation.
@@ -114,21 +132,37 @@ class loaded_model {
   /// \brief Token ids that end a generation by default (generation_config.json / config.json).
   virtual std::vector<std::int32_t> eos_ids() const { return {}; }
 
-  /// \brief One forward pass over `ids` (options of operation::forward).
-  virtual forward_result forward(const std::vector<std::int32_t>& ids, const option_values& o) const;
+  /// \brief The taps forward() can hand back for this model (empty: none).
+  virtual std::vector<tap_spec> taps() const { return {}; }
+
+  /// \brief One forward pass over `ids` (options of operation::forward), with the named `taps`
+  /// (each one of taps(); a usage error names an unknown one and lists the rest).
+  virtual forward_result forward(const std::vector<std::int32_t>& ids, const option_values& o,
+                                 const std::vector<std::string>& taps = {}) const;
+  /// \brief Forward passes over several sequences of any lengths: each result is what forward()
+  /// gives that sequence alone. Batched where the family can (each weight read once per call).
+  virtual std::vector<forward_result> forward_batch(const std::vector<std::vector<std::int32_t>>& seqs,
+                                                    const option_values& o,
+                                                    const std::vector<std::string>& taps = {}) const;
   /// \brief Generates from `prompt` (options of operation::generate); `stop_ids` end it too.
   virtual generation generate(const std::vector<std::int32_t>& prompt, const option_values& o,
                               const std::vector<std::int32_t>& stop_ids, const generate_callbacks& cb) const;
   /// \brief Generations of several prompts with the same options `o` (batched where the family
-  /// can; the same tokens as one at a time).
+  /// can; the same tokens as one at a time); `stop_ids` end each row.
   virtual std::vector<generation> generate_batch(const std::vector<std::vector<std::int32_t>>& prompts,
-                                                 const option_values& o) const;
+                                                 const option_values& o,
+                                                 const std::vector<std::int32_t>& stop_ids = {}) const;
   /// \brief Mean next-token NLL of `sequences` (options of operation::score).
   virtual score_result score(const std::vector<std::vector<std::int32_t>>& sequences, const option_values& o,
                              const progress_fn& progress) const;
   /// \brief BrierLM on `stream` (options of operation::eval); `on_block` after each block.
   virtual brier_report brierlm(const std::vector<std::int32_t>& stream, const option_values& o,
                                const brier_block_fn& on_block) const;
+
+  /// \brief A batch engine for serving (continuous batching, batch.hpp): requests with options
+  /// of operation::generate join and leave it between steps. The engine holds a reference to this
+  /// model, which must outlive it; while it runs, no other call may use the model.
+  virtual std::unique_ptr<batch_engine> batch(const batch_limits& limits) const;
 
   /// \brief CALM's chunk autoencoder and sampler, or nullptr.
   virtual const calm_extras* calm() const { return nullptr; }
@@ -138,20 +172,39 @@ class loaded_model {
  protected:
   /// \brief The usage error for an operation this family does not run.
   [[noreturn]] void not_run(operation op) const;
+  /// \brief A usage error for a name in `names` that taps() does not list.
+  void check_taps(const std::vector<std::string>& names) const;
 };
 
-/// \brief CALM's extras: the chunk autoencoder round trip (`muninn ae`).
+/// \brief The ids that end a generation of `m` under options `o` (operation::generate): the
+/// `stop` option's ids, then the model's end-of-sequence ids unless `ignore-eos` is given.
+std::vector<std::int32_t> stop_ids(const loaded_model& m, const option_values& o);
+
+/// \brief CALM's extras: the chunk autoencoder (`muninn ae`). Ids are checked against the
+/// vocabulary and latents for their size (usage errors naming `what` and the index).
 class calm_extras {
  public:
   virtual ~calm_extras() = default;
   /// \brief Chunk size K.
   virtual std::int64_t patch_size() const = 0;
+  /// \brief Latent size l of one chunk.
+  virtual std::int64_t latent_size() const = 0;
   /// \brief Encodes `ids` (a whole number of chunks) and decodes each chunk's mean back to ids.
   virtual std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) const = 0;
+  /// \brief Encodes `ids` (a whole number of chunks n): [n, 2l], each row the mean (l values)
+  /// then log σ (l values) of the chunk's latent.
+  virtual std::vector<float> encode(const std::vector<std::int32_t>& ids) const = 0;
+  /// \brief The decoder's logits [n·K, V] for latents `z` [n, l].
+  virtual std::vector<float> decode_logits(const std::vector<float>& z) const = 0;
+  /// \brief The decoder's token ids [n·K] (arg-max of each token's logits) for latents `z` [n, l].
+  virtual std::vector<std::int32_t> decode(const std::vector<float>& z) const = 0;
   /// \brief The pad id that fills a last partial chunk (-1: none).
   virtual std::int64_t pad_id() const = 0;
   /// \brief Where the autoencoder's config came from (for messages).
   virtual const std::string& autoencoder_source() const = 0;
+  /// \brief `ids` with a last partial chunk filled up with pad_id() (a usage error when the
+  /// config has none).
+  std::vector<std::int32_t> padded(std::vector<std::int32_t> ids) const;
 };
 
 /// \brief When a TRM / HRM sample stops.

@@ -15,8 +15,10 @@
 
 namespace muninn::frontend {
 
-/// \brief What a front end asks of a model: one entry per CLI command.
-enum class operation { info, forward, generate, score, eval, demo, solve, ae, tokenize };
+/// \brief What a front end asks of a model: one entry per CLI command, and `load`: what a front
+/// end that keeps a model open (a Python module, a server) gives once when it loads one (device,
+/// dtype, the extra config files of a family); every family accepts it. `serve`: the server's own settings.
+enum class operation { info, forward, generate, score, eval, demo, solve, ae, tokenize, load, serve };
 
 /// \brief The CLI name of an operation ("generate").
 const char* operation_name(operation op);
@@ -44,6 +46,8 @@ struct option_spec {
   std::vector<std::string> families;  ///< the families it applies to ("huginn", ...); empty: every family
   bool required = false;      ///< the operation cannot run without it
   bool model_free = false;    ///< read by the front end itself (paths, texts), never by a family
+  bool cli_only = false;      ///< how the CLI prints or writes its result; a front end that returns the data
+                              ///< itself (Python, a server) does not take it
 };
 
 /// \brief The options of `op`, in help order. The CLI adds its own (`--model`, `--tokens`, ...).
@@ -51,6 +55,11 @@ const std::vector<option_spec>& options_of(operation op);
 
 /// \brief The option of `op` named `name`, or nullptr.
 const option_spec* find_option(operation op, const std::string& name);
+
+/// \brief The options a front end that loads a model once takes per call of `op`: the table of
+/// `op` without the load-time options (those of operation::load) and without the CLI's own
+/// output options (cli_only). The names a Python method accepts as keyword arguments.
+std::vector<const option_spec*> call_options(operation op);
 
 /// \brief "(default 1)", "(default: the config's mean_recurrence)" or "".
 std::string default_text(const option_spec& s);

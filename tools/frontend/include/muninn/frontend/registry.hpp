@@ -124,6 +124,14 @@ const family_entry& identify(const model_folder& f);
 /// does not run (its redirect line).
 void check_applicable(const family_entry& family, const option_values& o);
 
+/// \brief The family entry of a loaded model (by its info().family).
+const family_entry& family_of(const loaded_model& m);
+
+/// \brief What open_model checks before loading, for a call on a model loaded once (a Python
+/// module, a server): every given value against its table entry, then check_applicable for the
+/// model's family. Usage errors.
+void check_call(const loaded_model& m, const option_values& o);
+
 /// \brief Opens, identifies, checks and loads: what a front end calls. Errors while reading a
 /// config are error_kind::config, while reading weights error_kind::checkpoint.
 std::unique_ptr<loaded_model> open_model(const std::string& path, const option_values& o,
