@@ -147,20 +147,8 @@ class exit_batch final : public batch_engine {
   }
 
   void take(request& r, const float* logits, std::vector<batch_output>& out) {
-    const std::int32_t t = r.smp.sample(logits, m_.config().vocab_size, r.ctx.tokens());
-    batch_output o;
-    o.id = r.id;
-    o.tokens.push_back(t);
-    o.steps.push_back(r.ctx.steps_used().back());
-    ++r.produced;
-    const bool stop = std::find(r.g.stop_ids.begin(), r.g.stop_ids.end(), t) != r.g.stop_ids.end();
-    if (stop || r.produced >= r.g.max_new_tokens || r.ctx.length() >= r.ctx.limits().max_tokens) {
-      r.done = true;
-      o.finished = true;
-      o.stop_reason = stop ? "stop" : "length";
-    } else {
-      r.home->push(r.slot, t, r.g.run.seed);
-    }
+    batch_output o = detail::sample_next(r, logits, m_.config().vocab_size);
+    if (!o.finished) r.home->push(r.slot, o.tokens.back(), r.g.run.seed);
     out.push_back(std::move(o));
   }
 

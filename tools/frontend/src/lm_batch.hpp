@@ -80,6 +80,26 @@ std::string pass_key(const Model& m, const run_options& r) {
   return k.str();
 }
 
+/// \brief The next token of request `r` (a batch engine's request: id, g, ctx, smp, produced,
+/// done) sampled from `logits` as generate samples it; `r` is done at one of its stop ids, after
+/// max-new-tokens, or at the end of its context.
+template <class Request>
+batch_output sample_next(Request& r, const float* logits, std::int64_t vocab) {
+  const std::int32_t t = r.smp.sample(logits, vocab, r.ctx.tokens());
+  batch_output o;
+  o.id = r.id;
+  o.tokens.push_back(t);
+  o.steps.push_back(r.ctx.steps_used().back());
+  ++r.produced;
+  const bool stop = std::find(r.g.stop_ids.begin(), r.g.stop_ids.end(), t) != r.g.stop_ids.end();
+  if (stop || r.produced >= r.g.max_new_tokens || r.ctx.length() >= r.ctx.limits().max_tokens) {
+    r.done = true;
+    o.finished = true;
+    o.stop_reason = stop ? "stop" : "length";
+  }
+  return o;
+}
+
 /// \brief The forward_batch engine (see the file comment).
 template <class Model>
 class rows_batch final : public batch_engine {
@@ -216,22 +236,9 @@ class rows_batch final : public batch_engine {
     return sum;
   }
 
-  // The next token from logits, as generate samples it.
   void take(request& r, const float* logits, std::vector<batch_output>& out) {
-    const std::int32_t t = r.smp.sample(logits, m_.config().vocab_size, r.ctx.tokens());
-    batch_output o;
-    o.id = r.id;
-    o.tokens.push_back(t);
-    o.steps.push_back(r.ctx.steps_used().back());
-    r.next = t;
-    ++r.produced;
-    const bool stop = std::find(r.g.stop_ids.begin(), r.g.stop_ids.end(), t) != r.g.stop_ids.end();
-    if (stop || r.produced >= r.g.max_new_tokens || r.ctx.length() >= r.ctx.limits().max_tokens) {
-      r.done = true;
-      o.finished = true;
-      o.stop_reason = stop ? "stop" : "length";
-    }
-    out.push_back(std::move(o));
+    out.push_back(sample_next(r, logits, m_.config().vocab_size));
+    r.next = out.back().tokens.back();
   }
 
   void finish_step(const std::vector<batch_output>&) {
