@@ -83,8 +83,8 @@ std::vector<std::int32_t> some_ids(i64 n, i64 vocab, i64 salt) {
 
 /// Llama-3.2-1B's shape: hidden 2048, 32 heads / 8 KV heads of 64, MLP 8192, 16 layers, vocab
 /// 128256, tied embeddings, RoPE θ 500000.
-model_config llama_1b_shape() {
-  model_config c = smollm_135m_shape(16, "llama-1b (random bf16 weights)");
+llama_config llama_1b_shape() {
+  llama_config c = smollm_135m_shape(16, "llama-1b (random bf16 weights)");
   c.n_embd = 2048;
   c.n_heads = 32;
   c.n_kv_heads = 8;
@@ -99,9 +99,9 @@ model_config llama_1b_shape() {
 const llama_bf16& llama(bool big) {
   auto& slot = big ? state().llama_1b : state().smollm;
   if (!slot) {
-    const model_config cfg = big ? llama_1b_shape() : smollm_135m_shape(30, "smollm-135m (random bf16 weights)");
+    const llama_config cfg = big ? llama_1b_shape() : smollm_135m_shape(30, "smollm-135m (random bf16 weights)");
     slot = std::make_unique<llama_bf16>(
-        backend(), cfg, muninn_bench::device_random_weights<bf16, block::pre_norm>(backend(), cfg, big ? 9 : 7, false));
+        backend(), cfg, muninn_bench::device_random_weights<bf16, block::pre_norm>(backend(), cfg, big ? 9 : 7));
   }
   return *slot;
 }
@@ -152,9 +152,9 @@ constexpr i64 kMorRows = 16, kMorPrompt = 8, kMorNew = 16, kMorBlock = 10, kMorR
 const llama_bf16& mor_vanilla() {
   auto& slot = state().vanilla;
   if (!slot) {
-    const model_config cfg = smollm_135m_shape(2 + kMorBlock * kMorRecursions, "vanilla 32 layers (random bf16 weights)");
+    const llama_config cfg = smollm_135m_shape(2 + kMorBlock * kMorRecursions, "vanilla 32 layers (random bf16 weights)");
     slot = std::make_unique<llama_bf16>(
-        backend(), cfg, muninn_bench::device_random_weights<bf16, block::pre_norm>(backend(), cfg, 3, false));
+        backend(), cfg, muninn_bench::device_random_weights<bf16, block::pre_norm>(backend(), cfg, 3));
   }
   return *slot;
 }
@@ -164,12 +164,12 @@ const llama_bf16& mor_vanilla() {
 const mor_bf16& mor() {
   auto& slot = state().mor;
   if (!slot) {
-    model_config cfg = smollm_135m_shape(1, "mor 3x10 (random bf16 weights)");
+    mor_config cfg = smollm_135m_shape<mor_config>(1, "mor 3x10 (random bf16 weights)");
     cfg.n_layers_in_recurrent_block = kMorBlock;
     cfg.n_layers_in_coda = 1;
     cfg.mean_recurrence = kMorRecursions;
     cfg.mor.recursions = kMorRecursions;
-    auto w = muninn_bench::device_random_weights<bf16, block::pre_norm>(backend(), cfg, 3, false);
+    mor_weights<cuda_backend, bf16> w(muninn_bench::device_random_weights<bf16, block::pre_norm>(backend(), cfg, 3));
     for (i64 r = 0; r < kMorRecursions; ++r) {
       std::vector<float> z(std::size_t(cfg.n_embd));
       fill_truncated_normal(host_backend{}, z.data(), cfg.n_embd, 100 + std::uint64_t(r), 0, 1.0f);

@@ -47,8 +47,8 @@ using muninn_bench::timed_iterations;
 
 // ------------------------------------------------------------------------------------ models
 
-model_config huginn_config(i64 h, i64 heads, i64 head_dim, i64 inter, const char* name) {
-  model_config c;
+huginn_config huginn_shape(i64 h, i64 heads, i64 head_dim, i64 inter, const char* name) {
+  huginn_config c;
   c.n_embd = h;
   c.n_heads = heads;
   c.n_kv_heads = heads;
@@ -93,10 +93,10 @@ const bench_model& get_model(bool big) {
   const cuda_backend& be = backend();
   auto& slot = big ? g_state->big : g_state->small;
   if (!slot) {
-    const model_config cfg = big ? huginn_config(5280, 55, 96, 17920, "huginn-3.5B (random bf16 weights)")
-                                 : huginn_config(1024, 16, 64, 3456, "small-h1024 (random bf16 weights)");
+    const huginn_config cfg = big ? huginn_shape(5280, 55, 96, 17920, "huginn-3.5B (random bf16 weights)")
+                                 : huginn_shape(1024, 16, 64, 3456, "small-h1024 (random bf16 weights)");
     slot = std::make_unique<bench_model>(
-        be, cfg, muninn_bench::device_random_weights<bf16, block::sandwich>(be, cfg, big ? 35 : 1, true));
+        be, cfg, muninn_bench::device_random_huginn_weights<bf16, block::sandwich>(be, cfg, big ? 35 : 1));
   }
   return *slot;
 }

@@ -46,7 +46,7 @@ calm& calm_m() {
 const llama_model& llama_m() {
   static const llama_model m = [] {
     const muninn::calm_shape s = shape();
-    muninn::model_config c;
+    muninn::llama_config c;
     c.model_type = "llama";
     c.n_embd = s.hidden;
     c.n_heads = c.n_kv_heads = s.heads;
@@ -58,11 +58,9 @@ const llama_model& llama_m() {
     c.norm_eps = 1e-6f;
     c.rope_base = 10000.0f;
     c.tie_embeddings = false;
-    c.block_type = "pre_norm";
-    c.injection_type = "none";
     c.source = "bench transformer-m";
     muninn::host_backend be;
-    auto w = muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, c, 5, false);
+    auto w = muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, c, 5);
     std::uint64_t stream = 1u << 30;  // the untied head, drawn apart from the rest
     w.lm_head = muninn::detail::random_tensor<muninn::host_backend, float>(be, std::size_t(c.vocab_size * c.n_embd),
                                                                           0.02f, 5, stream, &w.parameter_count);

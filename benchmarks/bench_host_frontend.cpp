@@ -39,7 +39,7 @@ void write_folder(const std::string& dir) {
   namespace fs = std::filesystem;
   if (fs::exists(fs::path(dir) / "model.safetensors")) return;
   fs::create_directories(dir);
-  const muninn::model_config c = smollm_135m_shape(30, "bench smollm_135m");
+  const muninn::llama_config c = smollm_135m_shape(30, "bench smollm_135m");
   std::ofstream(fs::path(dir) / "config.json")
       << "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": " << c.n_embd
       << ", \"intermediate_size\": " << c.intermediate_size << ", \"num_hidden_layers\": " << c.n_layers_in_prelude

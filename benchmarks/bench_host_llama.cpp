@@ -21,13 +21,13 @@ namespace {
 using llama_model = muninn::model<muninn::host_backend, float, muninn::llama_arch>;
 constexpr std::int64_t kPrompt = 128, kDecode = 64;
 
-muninn::model_config smollm_135m() { return smollm_135m_shape(30, "bench smollm_135m"); }
+muninn::llama_config smollm_135m() { return smollm_135m_shape(30, "bench smollm_135m"); }
 
 const llama_model& model() {
   static const llama_model m = [] {
     muninn::host_backend be;
     const auto cfg = smollm_135m();
-    return llama_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 7, false));
+    return llama_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 7));
   }();
   return m;
 }

@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "muninn/model/random_weights.hpp"
+#include "muninn/families/huginn/random_weights.hpp"
 #include "muninn/muninn.hpp"
 
 namespace {
 
 using host_model = muninn::model<muninn::host_backend, float>;
 
-muninn::model_config small_config() {
+muninn::huginn_config small_config() {
   // A "small" Huginn: the released layout (2, 4, 2) at h = 512.
-  muninn::model_config c;
+  muninn::huginn_config c;
   c.n_embd = 512;
   c.n_heads = 8;
   c.n_kv_heads = 8;
@@ -34,7 +34,7 @@ muninn::model_config small_config() {
 
 // Matmul FLOPs per token at r steps: every Linear once per executed layer, the adapter's state
 // half per step (its embedding half once per token), and the head.
-double flops_per_token(const muninn::model_config& c, std::int64_t r) {
+double flops_per_token(const muninn::huginn_config& c, std::int64_t r) {
   const double h = double(c.n_embd), I = double(c.intermediate_size), V = double(c.vocab_size);
   const double layer = 2.0 * (3 * h * h + h * h + 2 * I * h + I * h);
   const double layers = double(c.n_layers_in_prelude + c.n_layers_in_coda) + double(c.n_layers_in_recurrent_block) * double(r);
@@ -45,7 +45,7 @@ const host_model& small_model() {
   static const host_model m = [] {
     muninn::host_backend be;
     auto cfg = small_config();
-    return host_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::sandwich>(be, cfg, 1));
+    return host_model(be, cfg, muninn::make_random_huginn_weights<muninn::host_backend, float, muninn::block::sandwich>(be, cfg, 1));
   }();
   return m;
 }

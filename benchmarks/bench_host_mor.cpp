@@ -35,7 +35,7 @@ const llama_model& vanilla() {
   static const llama_model m = [] {
     muninn::host_backend be;
     const auto cfg = smollm_135m_shape(2 + kBlock * kRecursions, "bench_host_mor vanilla");
-    return llama_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3, false));
+    return llama_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3));
   }();
   return m;
 }
@@ -43,12 +43,13 @@ const llama_model& vanilla() {
 const mor_model& mor() {
   static const mor_model m = [] {
     muninn::host_backend be;
-    auto cfg = smollm_135m_shape(1, "bench_host_mor");
+    auto cfg = smollm_135m_shape<muninn::mor_config>(1, "bench_host_mor");
     cfg.n_layers_in_recurrent_block = kBlock;
     cfg.n_layers_in_coda = 1;
     cfg.mean_recurrence = kRecursions;
     cfg.mor.recursions = kRecursions;
-    auto w = muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3, false);
+    muninn::mor_weights<muninn::host_backend, float> w(
+        muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3));
     for (std::int64_t r = 0; r < kRecursions; ++r) {
       std::vector<float> z(std::size_t(cfg.n_embd));
       muninn::fill_truncated_normal(be, z.data(), cfg.n_embd, 100 + std::uint64_t(r), 0, 1.0f);

@@ -70,7 +70,7 @@ const llama_model& model_at(int threads) {
   if (!m) {
     const muninn::host_backend be{threads};
     const auto cfg = smollm_135m_shape(30, "bench_host_threads");
-    m = std::make_unique<llama_model>(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 7, false));
+    m = std::make_unique<llama_model>(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 7));
   }
   return *m;
 }

@@ -21,12 +21,12 @@ inline double layer_params(const muninn::model_config& c) {
 }
 
 /// Huginn's initialisation ("takase"): truncated normal σ = √(2/(5h)), output projections
-/// σ/√(2·depth), norms 1, qk_bias 0; `Block` fixes the norms per layer. `concat_adapter` draws
-/// Huginn's [h, 2h] adapter; `untied_head` an lm_head of its own.
+/// σ/√(2·depth), norms 1, qk_bias 0; `Block` fixes the norms per layer. `untied_head` draws an
+/// lm_head of its own. The layer stack only: device_random_huginn_weights adds Huginn's adapter.
 template <class T, class Block>
 muninn::model_weights<muninn::cuda_backend, T> device_random_weights(const muninn::cuda_backend& be,
                                                                      const muninn::model_config& cfg, std::uint64_t seed,
-                                                                     bool concat_adapter, bool untied_head = false) {
+                                                                     bool untied_head = false) {
   using i64 = std::int64_t;
   const i64 h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
   const i64 D = cfg.head_dim > 0 ? cfg.head_dim : h / H, I = cfg.intermediate_size, V = cfg.vocab_size;
@@ -51,7 +51,6 @@ muninn::model_weights<muninn::cuda_backend, T> device_random_weights(const munin
     return b;
   };
   w.wte = normal(V * h, sigma);
-  if (concat_adapter) w.adapter = normal(h * 2 * h, sigma);
   if (untied_head) w.lm_head = normal(V * h, sigma);
   w.ln_f = norm();
   auto layer = [&]() {
@@ -73,6 +72,21 @@ muninn::model_weights<muninn::cuda_backend, T> device_random_weights(const munin
   const auto table = muninn::make_rope_table(D, cfg.block_size, cfg.rope_base);
   w.rope = be.alloc<float>(table.size());
   be.upload(w.rope.data(), table.data(), table.size());
+  be.synchronize();
+  return w;
+}
+
+/// The stack of device_random_weights and Huginn's [h, 2h] concat adapter (same σ), drawn from
+/// its own seed.
+template <class T, class Block>
+muninn::huginn_weights<muninn::cuda_backend, T> device_random_huginn_weights(const muninn::cuda_backend& be,
+                                                                            const muninn::model_config& cfg,
+                                                                            std::uint64_t seed) {
+  muninn::huginn_weights<muninn::cuda_backend, T> w(device_random_weights<T, Block>(be, cfg, seed));
+  const std::int64_t h = cfg.n_embd;
+  w.adapter = be.alloc<T>(std::size_t(h * 2 * h));
+  muninn::fill_truncated_normal(be, w.adapter.data(), h * 2 * h, seed + 1, 0, float(std::sqrt(2.0 / (5.0 * double(h)))));
+  w.parameter_count += h * 2 * h;
   be.synchronize();
   return w;
 }

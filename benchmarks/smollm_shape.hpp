@@ -4,10 +4,12 @@
 // RoPE theta 1e4. `layers` go to the prelude group (a plain stack); a caller may regroup them.
 #include <cstdint>
 
-#include "muninn/core/config.hpp"
+#include "muninn/families/llama/config.hpp"
 
-inline muninn::model_config smollm_135m_shape(std::int64_t layers, const char* source) {
-  muninn::model_config c;
+// Config: llama_config, or a config built on it (mor_config).
+template <class Config = muninn::llama_config>
+Config smollm_135m_shape(std::int64_t layers, const char* source) {
+  Config c;
   c.model_type = "llama";
   c.n_embd = 576;
   c.n_heads = 9;
@@ -23,8 +25,6 @@ inline muninn::model_config smollm_135m_shape(std::int64_t layers, const char* s
   c.rope_base = 10000.0f;
   c.qk_bias = false;
   c.tie_embeddings = true;
-  c.block_type = "pre_norm";
-  c.injection_type = "none";
   c.source = source;
   return c;
 }

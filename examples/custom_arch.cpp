@@ -14,7 +14,7 @@ using my_arch = muninn::arch<muninn::block::pre_norm, muninn::injection::add, mu
 using my_model = muninn::model<muninn::host_backend, float, my_arch>;
 
 int main() {
-  muninn::model_config cfg;
+  muninn::huginn_config cfg;
   cfg.n_embd = 128;
   cfg.n_heads = 4;
   cfg.n_kv_heads = 2;  // grouped-query attention works the same way
@@ -32,7 +32,7 @@ int main() {
   cfg.source = "custom_arch example";
 
   muninn::host_backend be;
-  my_model m(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 42, false));
+  my_model m(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 42));
   std::printf("custom model: %lld parameters, %lld KV slots at r=8\n", (long long)m.parameter_count(),
               (long long)m.kv_slots(8));
 

@@ -59,8 +59,8 @@ using settled_state = muninn::halting::on_host<settled_rule>;  // names the Halt
 using my_arch = muninn::arch<muninn::block::pre_norm, muninn::injection::add>::with<settled_state, constant_state>;
 using my_model = muninn::model<muninn::host_backend, float, my_arch>;
 
-muninn::model_config small_config() {
-  muninn::model_config cfg;
+muninn::huginn_config small_config() {
+  muninn::huginn_config cfg;
   cfg.n_embd = 64;
   cfg.n_heads = 4;
   cfg.head_dim = 16;
@@ -79,9 +79,9 @@ muninn::model_config small_config() {
 }
 
 int main() {
-  const muninn::model_config cfg = small_config();
+  const muninn::huginn_config cfg = small_config();
   muninn::host_backend be;
-  const my_model m(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3, false));
+  const my_model m(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 3));
   const std::vector<std::int32_t> prompt = {10, 20, 30, 40, 50};
 
   // Record every state, and the steps each token ran under our halting rule.

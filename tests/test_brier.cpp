@@ -480,7 +480,7 @@ TEST(ModelBrier, HuginnCacheRolloutsEqualRecomputation) {
 
 TEST(ModelBrier, MixtureOfRecursionsCausalRoutingCacheRolloutsEqualRecomputation) {
   const std::string dir = data_dir + "mor/expert_mcyc_r3_linear_sigmoid";
-  const model_config cfg = io::read_mor_config(dir, "");
+  const mor_config cfg = io::read_mor_config(dir, "");
   const model<host_backend, float, mor_expert_arch> m(host_backend{}, cfg, io::open_mor_checkpoint(dir, cfg));
   run_options opt;
   opt.routing = routing_mode::causal;

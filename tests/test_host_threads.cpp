@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "muninn/backend/host.hpp"
+#include "muninn/families/huginn/random_weights.hpp"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
@@ -198,12 +199,20 @@ TEST(ThreadCountInvariance, GemmIsBitwiseEqualOnEverySplit) {
   }
 }
 
+// The stack's random weights; for a Huginn config also the concat adapter when it has one.
+template <class Block>
+muninn::model_weights<host_backend, float> random_weights(const host_backend& be, const muninn::model_config& cfg) {
+  return muninn::make_random_weights<host_backend, float, Block>(be, cfg, 5);
+}
+template <class Block>
+muninn::huginn_weights<host_backend, float> random_weights(const host_backend& be, const muninn::huginn_config& cfg) {
+  return muninn::make_random_huginn_weights<host_backend, float, Block>(be, cfg, 5);
+}
+
 template <class Model, class Block>
-Model random_model(const muninn::model_config& cfg, int threads) {
+Model random_model(const typename Model::config_type& cfg, int threads) {
   const host_backend one{1};
-  const bool concat_adapter = cfg.injection_type == "linear";
-  return Model(host_backend{threads}, cfg,
-               muninn::make_random_weights<host_backend, float, Block>(one, cfg, 5, concat_adapter));
+  return Model(host_backend{threads}, cfg, random_weights<Block>(one, cfg));
 }
 
 template <class Model>
@@ -220,7 +229,7 @@ std::vector<std::vector<float>> run_prefill_and_decode(const Model& m, const mun
 }
 
 template <class Model, class Block>
-void expect_same_logits_at_1_2_3_threads(const muninn::model_config& cfg, const muninn::run_options& o) {
+void expect_same_logits_at_1_2_3_threads(const typename Model::config_type& cfg, const muninn::run_options& o) {
   const auto one = run_prefill_and_decode(random_model<Model, Block>(cfg, 1), o);
   for (int threads : {2, 3}) {
     const auto many = run_prefill_and_decode(random_model<Model, Block>(cfg, threads), o);
@@ -233,8 +242,9 @@ void expect_same_logits_at_1_2_3_threads(const muninn::model_config& cfg, const 
   }
 }
 
-muninn::model_config medium_config(const char* type) {
-  muninn::model_config c;
+template <class Config>
+Config medium_config(const char* type) {
+  Config c;
   c.model_type = type;
   c.n_embd = 256;
   c.n_heads = 4;
@@ -248,20 +258,18 @@ muninn::model_config medium_config(const char* type) {
 }
 
 TEST(ThreadCountInvariance, LlamaLogitsAreBitwiseEqual) {
-  auto c = medium_config("llama");
+  auto c = medium_config<muninn::llama_config>("llama");
   c.n_kv_heads = 2;
   c.n_layers_in_prelude = 3;
   c.n_layers_in_recurrent_block = 0;
   c.n_layers_in_coda = 0;
-  c.block_type = "pre_norm";
-  c.injection_type = "none";
   c.tie_embeddings = true;
   expect_same_logits_at_1_2_3_threads<muninn::model<host_backend, float, muninn::llama_arch>, muninn::block::pre_norm>(
       c, {});
 }
 
 TEST(ThreadCountInvariance, HuginnLogitsAreBitwiseEqual) {
-  auto c = medium_config("huginn_raven");
+  auto c = medium_config<muninn::huginn_config>("huginn_raven");
   c.n_layers_in_prelude = 1;
   c.n_layers_in_recurrent_block = 2;
   c.n_layers_in_coda = 1;

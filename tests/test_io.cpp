@@ -750,7 +750,7 @@ const char* const huginn_0125_config = R"({
 
 TEST_F(io_test, reads_the_released_huginn_config) {
   write_bytes(path("config.json"), huginn_0125_config);
-  const muninn::model_config c = muninn::io::read_model_config(dir_.string());
+  const muninn::huginn_config c = muninn::io::read_model_config(dir_.string());
   EXPECT_EQ(c.source, path("config.json"));
   EXPECT_EQ(c.model_type, "huginn_raven");
   EXPECT_EQ(c.n_embd, 5280);
@@ -784,7 +784,7 @@ TEST_F(io_test, reads_the_training_style_config_with_defaults) {
     "intermediate_size": 17920, "bias": false, "norm_eps": 0.000001, "state_init": "like-init",
     "injection_type": "linear", "n_layers_in_recurrent_block": 4, "mean_recurrence": 32,
     "n_layers_in_prelude": 2, "n_layers_in_coda": 2, "qk_bias": true})");
-  const muninn::model_config c = muninn::io::read_model_config(path("raw.json"));
+  const muninn::huginn_config c = muninn::io::read_model_config(path("raw.json"));
   EXPECT_EQ(c.n_heads, 55);
   EXPECT_EQ(c.head_dim, 96);
   EXPECT_EQ(c.vocab_size, 65536);
@@ -797,7 +797,7 @@ TEST_F(io_test, reads_the_training_style_config_with_defaults) {
     "n_layers_in_recurrent_block": 2, "n_layers_in_coda": 0, "mean_recurrence": 4, "rms_norm_eps": 1e-5,
     "rope_theta": 10000.0, "tie_word_embeddings": false, "max_position_embeddings": 256,
     "injection_type": "add", "init_scale": 0.0, "num_hidden_layers": 3})");
-  const muninn::model_config a = muninn::io::read_model_config(path("alias.json"));
+  const muninn::huginn_config a = muninn::io::read_model_config(path("alias.json"));
   EXPECT_EQ(a.n_embd, 64);
   EXPECT_EQ(a.n_kv_heads, 2);
   EXPECT_EQ(a.head_dim, 16);
@@ -902,7 +902,7 @@ TEST_F(io_test, model_config_rejects_hostile_values) {
 
 // --------------------------------------------------------------------------------- Huginn names
 
-muninn::model_config released_config() {
+muninn::huginn_config released_config() {
   return muninn::io::model_config_from_json(muninn::io::parse_json(huginn_0125_config, "config.json"), "config.json");
 }
 
@@ -944,7 +944,7 @@ TEST(huginn_names, released_model_shapes) {
 }
 
 TEST(huginn_names, unsupported_configs) {
-  muninn::model_config c = released_config();
+  muninn::huginn_config c = released_config();
   c.bias = true;
   EXPECT_THAT(error_of([&] { muninn::io::huginn_tensor_specs(c); }), AllOf(HasSubstr("config.json"), HasSubstr("bias")));
   c = released_config();
@@ -1005,7 +1005,7 @@ class huginn_ckpt : public io_test {
   std::string validate_error() {
     return error_of([&] { muninn::io::validate_huginn_checkpoint(checkpoint::open(dir_.string()), cfg_); });
   }
-  muninn::model_config cfg_;
+  muninn::huginn_config cfg_;
 };
 
 TEST_F(huginn_ckpt, complete_checkpoint_validates) {

@@ -32,7 +32,7 @@
 
 namespace fs = std::filesystem;
 using muninn::dtype;
-using muninn::model_config;
+using muninn::llama_config;
 using muninn::io::checkpoint;
 using muninn::io::tensor_to_write;
 using ::testing::AllOf;
@@ -118,7 +118,7 @@ config_text v5_llama3() {
 class llama_test : public muninn_test::temp_dir_test {
  protected:
   llama_test() : temp_dir_test("muninn_test_llama_") {}
-  model_config read(const config_text& c) {
+  llama_config read(const config_text& c) {
     write_text(dir_ / "config.json", c.str());
     return llama::read_config(dir_.string());
   }
@@ -128,7 +128,7 @@ class llama_test : public muninn_test::temp_dir_test {
   }
 };
 
-void expect_same_config(const model_config& a, const model_config& b) {
+void expect_same_config(const llama_config& a, const llama_config& b) {
   EXPECT_EQ(a.model_type, b.model_type);
   EXPECT_EQ(a.n_embd, b.n_embd);
   EXPECT_EQ(a.n_heads, b.n_heads);
@@ -144,10 +144,7 @@ void expect_same_config(const model_config& a, const model_config& b) {
   EXPECT_EQ(a.norm_eps, b.norm_eps);
   EXPECT_EQ(a.rope_base, b.rope_base);
   EXPECT_EQ(a.qk_bias, b.qk_bias);
-  EXPECT_EQ(a.bias, b.bias);
   EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
-  EXPECT_EQ(a.injection_type, b.injection_type);
-  EXPECT_EQ(a.block_type, b.block_type);
   EXPECT_EQ(a.rope_type, b.rope_type);
   EXPECT_EQ(a.rope_factor, b.rope_factor);
   EXPECT_EQ(a.rope_low_freq_factor, b.rope_low_freq_factor);
@@ -160,7 +157,7 @@ void expect_same_config(const model_config& a, const model_config& b) {
 // ------------------------------------------------------------------------------------------ config
 
 TEST_F(llama_test, config_fields_map_to_model_config) {
-  const model_config c = read(v4_llama3());
+  const llama_config c = read(v4_llama3());
   EXPECT_EQ(c.source, path("config.json"));
   EXPECT_EQ(c.model_type, "llama");
   EXPECT_EQ(c.n_embd, 8);
@@ -185,11 +182,8 @@ TEST_F(llama_test, config_fields_map_to_model_config) {
   EXPECT_FALSE(c.attention_bias);
   EXPECT_FALSE(c.qk_bias);
   EXPECT_FALSE(c.mlp_bias);
-  EXPECT_FALSE(c.bias);
-  EXPECT_EQ(c.block_type, "pre_norm");
-  EXPECT_EQ(c.injection_type, "none");
 
-  const model_config b = read(base_config().set("attention_bias", "true").set("mlp_bias", "true"));
+  const llama_config b = read(base_config().set("attention_bias", "true").set("mlp_bias", "true"));
   EXPECT_TRUE(b.attention_bias);
   EXPECT_TRUE(b.qk_bias);
   EXPECT_TRUE(b.mlp_bias);
@@ -200,7 +194,7 @@ TEST_F(llama_test, config_defaults_are_llama_configs) {
   for (const char* k : {"num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "hidden_act",
                         "pretraining_tp", "tie_word_embeddings", "attention_bias", "mlp_bias", "model_type"})
     t.erase(k);
-  const model_config c = read(t);
+  const llama_config c = read(t);
   EXPECT_EQ(c.n_kv_heads, 2);
   EXPECT_EQ(c.head_dim, 4);
   EXPECT_EQ(c.block_size, 2048);
@@ -235,7 +229,7 @@ TEST_F(llama_test, transformers_4_and_5_configs_agree) {
   };
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     SCOPED_TRACE("pair " + std::to_string(i));
-    const model_config a = read(pairs[i].first), b = read(pairs[i].second);
+    const llama_config a = read(pairs[i].first), b = read(pairs[i].second);
     expect_same_config(a, b);
   }
   EXPECT_EQ(read(pairs[1].second).rope_type, "linear");
@@ -448,7 +442,7 @@ struct staging_backend {
 class llama_ckpt : public llama_test {
  protected:
   // Writes config.json (base config with the options' flags) and model.safetensors.
-  model_config write(const tiny_ckpt& t, const tiny_options& o, bool tied = false) {
+  llama_config write(const tiny_ckpt& t, const tiny_options& o, bool tied = false) {
     write_text(dir_ / "config.json", base_config()
                                          .set("tie_word_embeddings", tied ? "true" : "false")
                                          .set("attention_bias", o.attention_bias ? "true" : "false")
@@ -474,11 +468,11 @@ class llama_ckpt : public llama_test {
     }
     write_text(dir_ / "model.safetensors.index.json", idx + "}}");
   }
-  muninn::model_weights<muninn::host_backend, float> load(const model_config& cfg) {
+  muninn::model_weights<muninn::host_backend, float> load(const llama_config& cfg) {
     const checkpoint ck = llama::open_checkpoint(dir_.string(), cfg);
     return llama::load_weights<muninn::host_backend, float, muninn::block::pre_norm>(muninn::host_backend{}, ck, cfg);
   }
-  std::string open_error(const model_config& cfg) {
+  std::string open_error(const llama_config& cfg) {
     return error_of([&] { llama::open_checkpoint(dir_.string(), cfg); });
   }
 };
@@ -491,7 +485,7 @@ std::int64_t total_numel(const tiny_ckpt& t) {
 
 // Every buffer against the stored tensors it comes from.
 void expect_loaded(const muninn::model_weights<muninn::host_backend, float>& w, const tiny_ckpt& t,
-                   const model_config& cfg) {
+                   const llama_config& cfg) {
   EXPECT_EQ(to_vec(w.wte), t.values.at("model.embed_tokens.weight"));
   EXPECT_EQ(to_vec(w.ln_f), t.values.at("model.norm.weight"));
   if (cfg.tie_embeddings) {
@@ -499,7 +493,6 @@ void expect_loaded(const muninn::model_weights<muninn::host_backend, float>& w, 
   } else {
     EXPECT_EQ(to_vec(w.lm_head), t.values.at("lm_head.weight"));
   }
-  EXPECT_EQ(w.adapter.size(), 0u);
   EXPECT_TRUE(w.core.empty());
   EXPECT_TRUE(w.coda.empty());
   ASSERT_EQ(w.prelude.size(), 2u);
@@ -536,7 +529,7 @@ void expect_loaded(const muninn::model_weights<muninn::host_backend, float>& w, 
 TEST_F(llama_ckpt, untied_checkpoint_validates_and_loads) {
   const tiny_options o;
   const tiny_ckpt t = tiny_tensors(o);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   const auto w = load(cfg);
   expect_loaded(w, t, cfg);
   EXPECT_EQ(w.parameter_count, total_numel(t));
@@ -552,7 +545,7 @@ TEST_F(llama_ckpt, biases_load_into_their_buffers) {
   tiny_options o;
   o.attention_bias = o.mlp_bias = true;
   const tiny_ckpt t = tiny_tensors(o);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   const auto w = load(cfg);
   expect_loaded(w, t, cfg);
   EXPECT_EQ(w.parameter_count, total_numel(t));
@@ -572,13 +565,13 @@ TEST_F(llama_ckpt, biases_the_config_does_not_announce_are_extra_and_announced_o
   tiny_options with;
   with.attention_bias = true;
   write(tiny_tensors(with), with);
-  const model_config no_bias = read(base_config());
+  const llama_config no_bias = read(base_config());
   EXPECT_THAT(open_error(no_bias),
               AllOf(HasSubstr(dir_.string() + ": 8 unexpected tensor(s) not in the Llama layout"),
                     HasSubstr("'model.layers.0.self_attn.q_proj.bias' (in " + path("model.safetensors") + ")")));
   const tiny_options none;
   write(tiny_tensors(none), none);
-  const model_config mlp_bias = read(base_config().set("mlp_bias", "true"));
+  const llama_config mlp_bias = read(base_config().set("mlp_bias", "true"));
   EXPECT_THAT(open_error(mlp_bias),
               AllOf(HasSubstr(dir_.string() + ": missing tensor 'model.layers.0.mlp.gate_proj.bias' (expected shape [6])"),
                     HasSubstr("hidden_size=8, intermediate_size=6, mlp_bias=true")));
@@ -588,7 +581,7 @@ TEST_F(llama_ckpt, tied_head_with_and_without_lm_head) {
   tiny_options o;
   o.lm_head = false;
   const tiny_ckpt without = tiny_tensors(o);
-  model_config cfg = write(without, o, /*tied=*/true);
+  llama_config cfg = write(without, o, /*tied=*/true);
   ASSERT_TRUE(cfg.tie_embeddings);
   const auto w1 = load(cfg);
   expect_loaded(w1, without, cfg);
@@ -606,7 +599,7 @@ TEST_F(llama_ckpt, tied_head_with_and_without_lm_head) {
 TEST_F(llama_ckpt, untied_head_is_required) {
   tiny_options o;
   o.lm_head = false;
-  const model_config cfg = write(tiny_tensors(o), o, /*tied=*/false);
+  const llama_config cfg = write(tiny_tensors(o), o, /*tied=*/false);
   EXPECT_THAT(open_error(cfg), AllOf(HasSubstr(dir_.string() + ": missing tensor 'lm_head.weight' (expected shape [10, 8])"),
                                      HasSubstr(path("config.json") + " (vocab_size=10, hidden_size=8, "
                                                                      "tie_word_embeddings=false) implies it")));
@@ -618,7 +611,7 @@ TEST_F(llama_ckpt, stored_inv_freq_buffers_are_accepted_and_ignored) {
   t.add("model.rotary_emb.inv_freq", {2}, dtype::f32);
   t.add("model.layers.0.self_attn.rotary_emb.inv_freq", {2}, dtype::f32);
   t.add("model.layers.1.self_attn.rotary_emb.inv_freq", {2}, dtype::f32);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   const auto w = load(cfg);
   expect_loaded(w, t, cfg);
   EXPECT_EQ(w.parameter_count, total_numel(t) - 6);  // buffers, not parameters
@@ -628,7 +621,7 @@ TEST_F(llama_ckpt, missing_tensor_names_checkpoint_tensor_and_config) {
   const tiny_options o;
   tiny_ckpt t = tiny_tensors(o);
   t.erase("model.layers.1.mlp.up_proj.weight");
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   EXPECT_THAT(open_error(cfg),
               AllOf(HasSubstr(dir_.string() + ": missing tensor 'model.layers.1.mlp.up_proj.weight' (expected shape [6, 8])"),
                     HasSubstr(path("config.json") + " (hidden_size=8, intermediate_size=6) implies it")));
@@ -641,7 +634,7 @@ TEST_F(llama_ckpt, wrong_shape_names_shard_tensor_and_config) {
   t.reshape("model.layers.0.self_attn.o_proj.weight", {8, 4});
   write(t, o);
   write_sharded(t);
-  const model_config cfg = llama::read_config(dir_.string());
+  const llama_config cfg = llama::read_config(dir_.string());
   const std::string e = open_error(cfg);
   EXPECT_THAT(e, AllOf(HasSubstr(path("model-00002-of-00002.safetensors") +
                                  ": tensor 'model.layers.1.self_attn.k_proj.weight' has shape [8, 8] but " +
@@ -655,7 +648,7 @@ TEST_F(llama_ckpt, unexpected_tensor_names_its_file) {
   const tiny_options o;
   tiny_ckpt t = tiny_tensors(o);
   t.add("model.layers.2.input_layernorm.weight", {8}, dtype::f32);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   EXPECT_THAT(open_error(cfg), HasSubstr(dir_.string() + ": 1 unexpected tensor(s) not in the Llama layout: "
                                                          "'model.layers.2.input_layernorm.weight' (in " +
                                          path("model.safetensors") + ")"));
@@ -671,7 +664,7 @@ TEST_F(llama_ckpt, sharded_index_loads) {
   tiny_options o;
   o.attention_bias = true;
   const tiny_ckpt t = tiny_tensors(o);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   write_sharded(t);
   ASSERT_FALSE(fs::exists(dir_ / "model.safetensors"));
   const checkpoint ck = llama::open_checkpoint(dir_.string(), cfg);
@@ -686,7 +679,7 @@ TEST_F(llama_ckpt, bf16_weights_convert_on_load) {
   o.type = dtype::bf16;
   o.mlp_bias = true;
   const tiny_ckpt t = tiny_tensors(o);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   EXPECT_EQ(llama::open_checkpoint(dir_.string(), cfg).get("lm_head.weight").type, dtype::bf16);
   // The head's last value (t + 79/64 for its index t) is not a bf16 value: the loaded head holds the rounded one.
   EXPECT_NE(t.values.at("lm_head.weight")[79], t.tensors.back().second.values[79]);
@@ -697,7 +690,7 @@ TEST_F(llama_ckpt, device_backends_stage_on_the_host) {
   tiny_options o;
   o.attention_bias = o.mlp_bias = true;
   const tiny_ckpt t = tiny_tensors(o);
-  const model_config cfg = write(t, o);
+  const llama_config cfg = write(t, o);
   int uploads = 0;
   const staging_backend be{&uploads};
   const checkpoint ck = llama::open_checkpoint(dir_.string(), cfg);
@@ -718,7 +711,7 @@ TEST_F(llama_ckpt, device_backends_stage_on_the_host) {
 // ---------------------------------------------------------------------------------------- RoPE
 
 // transformers' inverse frequencies (LlamaRotaryEmbedding / _compute_*_parameters), in double.
-std::vector<double> reference_inv_freq(const model_config& c) {
+std::vector<double> reference_inv_freq(const llama_config& c) {
   const double pi = 3.14159265358979323846;
   std::vector<double> inv;
   for (std::int64_t i = 0; i < c.head_dim / 2; ++i) {
@@ -739,8 +732,8 @@ std::vector<double> reference_inv_freq(const model_config& c) {
   return inv;
 }
 
-model_config rope_config(const std::string& type, std::int64_t head_dim, float base) {
-  model_config c;
+llama_config rope_config(const std::string& type, std::int64_t head_dim, float base) {
+  llama_config c;
   c.head_dim = head_dim;
   c.rope_base = base;
   c.block_size = 64;
@@ -757,11 +750,11 @@ model_config rope_config(const std::string& type, std::int64_t head_dim, float b
 
 // The table against cos/sin of double angles. The angle itself is an fp32 product in transformers
 // (float(p) · inv_freq), so beyond angle 1 the bound grows with it: 1e-6 per radian.
-std::vector<float> inv_freq(const model_config& c) {
+std::vector<float> inv_freq(const llama_config& c) {
   return muninn::rope_inv_freq(c.head_dim, c.rope_base, muninn::llama_rope_scaling(c));
 }
 
-void expect_rope_matches_reference(const model_config& c) {
+void expect_rope_matches_reference(const llama_config& c) {
   const std::vector<float> inv = inv_freq(c);
   const std::vector<double> ref = reference_inv_freq(c);
   ASSERT_EQ(inv.size(), ref.size());
@@ -781,19 +774,19 @@ TEST(llama_rope, default_matches_transformers_formula) {
   expect_rope_matches_reference(rope_config("default", 128, 500000.0f));
   expect_rope_matches_reference(rope_config("default", 16, 10000.0f));
   // Default RoPE is the table Huginn's make_rope_table builds.
-  const model_config c = rope_config("default", 16, 10000.0f);
+  const llama_config c = rope_config("default", 16, 10000.0f);
   EXPECT_EQ(muninn::make_llama_rope_table(c), muninn::make_rope_table(16, 64, 10000.0f));
 }
 
 TEST(llama_rope, linear_divides_by_factor) {
-  const model_config c = rope_config("linear", 64, 10000.0f);
+  const llama_config c = rope_config("linear", 64, 10000.0f);
   expect_rope_matches_reference(c);
   const std::vector<float> scaled = inv_freq(c), plain = inv_freq(rope_config("default", 64, 10000.0f));
   for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_EQ(scaled[i], plain[i] / 2.5f);
 }
 
 TEST(llama_rope, llama3_scales_by_wavelength) {
-  const model_config c = rope_config("llama3", 128, 500000.0f);
+  const llama_config c = rope_config("llama3", 128, 500000.0f);
   expect_rope_matches_reference(c);
   // The Llama 3.1 setting exercises all three bands: kept, blended, divided by factor.
   const std::vector<float> scaled = inv_freq(c), plain = inv_freq(rope_config("default", 128, 500000.0f));
@@ -808,7 +801,7 @@ TEST(llama_rope, llama3_scales_by_wavelength) {
   EXPECT_GT(divided, 0);
   EXPECT_EQ(kept + blended + divided, 64);
   // Another head size and base, with non-power-of-two factors.
-  model_config d = rope_config("llama3", 80, 1e6f);
+  llama_config d = rope_config("llama3", 80, 1e6f);
   d.rope_factor = 5.5f;
   d.rope_low_freq_factor = 1.5f;
   d.rope_high_freq_factor = 3.25f;
@@ -828,19 +821,19 @@ TEST(llama_rope, config_maps_to_rope_scaling) {
   EXPECT_EQ(l3.low_freq_factor, 1.0f);
   EXPECT_EQ(l3.high_freq_factor, 4.0f);
   EXPECT_EQ(l3.original_max_position_embeddings, 8192);
-  model_config bad = rope_config("yarn", 8, 1.0f);
+  llama_config bad = rope_config("yarn", 8, 1.0f);
   bad.source = "x/config.json";
   EXPECT_THAT(error_of([&] { muninn::llama_rope_scaling(bad); }), HasSubstr("x/config.json: rope type \"yarn\""));
 }
 
 TEST(llama_rope, read_from_config_json) {
-  // The whole path: config.json -> model_config -> table, for a 4.x llama3 config.
+  // The whole path: config.json -> llama_config -> table, for a 4.x llama3 config.
   const fs::path dir = fs::temp_directory_path() / ("muninn_test_llama_rope_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   write_text(dir / "config.json", v4_llama3().set("head_dim", "128").set("max_position_embeddings", "64").str());
-  const model_config c = llama::read_config(dir.string());
+  const llama_config c = llama::read_config(dir.string());
   fs::remove_all(dir);
-  model_config ref = rope_config("llama3", 128, 500000.0f);
+  llama_config ref = rope_config("llama3", 128, 500000.0f);
   EXPECT_EQ(muninn::make_llama_rope_table(c), muninn::make_llama_rope_table(ref));
 }
 
@@ -848,7 +841,7 @@ TEST(llama_rope, read_from_config_json) {
 
 // What tests/data/llama/<name>/expected.json (written with transformers) says about the model
 // itself: the stored parameter count and the scaled inverse frequencies.
-void expect_matches_expected_json(const std::string& dir, const model_config& cfg, std::int64_t parameter_count) {
+void expect_matches_expected_json(const std::string& dir, const llama_config& cfg, std::int64_t parameter_count) {
   if (!fs::exists(dir + "/expected.json")) return;
   const muninn::io::json e = muninn::io::read_json_file(dir + "/expected.json");
   if (const auto* n = e.find("n_params")) {
@@ -872,7 +865,7 @@ TEST(llama_fixtures, every_folder_parses_opens_and_loads) {
     if (!fs::exists(entry.path() / "config.json")) continue;
     SCOPED_TRACE(entry.path().string());
     const std::string dir = entry.path().string();
-    const model_config cfg = llama::read_config(dir);
+    const llama_config cfg = llama::read_config(dir);
     EXPECT_TRUE(llama::recognizes(muninn::io::read_json_file(dir + "/config.json")));
     const checkpoint ck = llama::open_checkpoint(dir, cfg);
     const auto w = llama::load_weights<muninn::host_backend, float, muninn::block::pre_norm>(muninn::host_backend{}, ck, cfg);
@@ -885,13 +878,13 @@ TEST(llama_fixtures, every_folder_parses_opens_and_loads) {
   EXPECT_GE(checked, 6) << "the committed fixture folders with a config.json under " << root << " are missing";
 }
 
-// The same checkpoint with a 5.x and a 4.x config.json reads to the same model_config.
+// The same checkpoint with a 5.x and a 4.x config.json reads to the same llama_config.
 TEST(llama_fixtures, v4_and_v5_configs_of_one_checkpoint_agree) {
   const fs::path root = fs::path(MUNINN_TEST_DATA) / "llama";
   ASSERT_TRUE(fs::exists(root / "tiny_bf16_sharded_v4" / "config.json") && fs::exists(root / "tiny_bf16_sharded" / "config.json"))
       << "the committed fixtures tiny_bf16_sharded{,_v4} are missing from " << root;
-  const model_config v5 = llama::read_config((root / "tiny_bf16_sharded").string());
-  const model_config v4 = llama::read_config((root / "tiny_bf16_sharded_v4").string());
+  const llama_config v5 = llama::read_config((root / "tiny_bf16_sharded").string());
+  const llama_config v4 = llama::read_config((root / "tiny_bf16_sharded_v4").string());
   expect_same_config(v4, v5);
   EXPECT_EQ(v4.rope_type, "llama3");
 }

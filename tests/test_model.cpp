@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
 
@@ -156,3 +159,126 @@ TEST(HuginnModel, ClearErrors) {
   EXPECT_NE(msg([&] { A::load(data_dir + "tiny_f32"); }).find("does not match the compiled injection policy add"),
             std::string::npos);
 }
+
+// ---------------------------------------------------------------- a family written in user code
+//
+// A family defined here, with a config field and a weight of its own, and an injection policy
+// that reads that weight: nothing in the library names them. x_{s+1} = core(x_s + e + b), b the
+// family's learned `state_bias`. After one step from the zero state that is core(e + b), which
+// injection::add computes from the given state b: the two models must agree exactly.
+namespace {
+namespace user {
+
+struct bias_config : model_config {
+  std::string injection = "add_with_bias";  // what the checkpoint says it was trained with
+};
+
+template <class Backend, class T>
+struct bias_weights : model_weights<Backend, T> {
+  typename Backend::template buffer<T> state_bias;  // [h], added to the state at every step
+  explicit bias_weights(model_weights<Backend, T>&& stack) : model_weights<Backend, T>(std::move(stack)) {}
+};
+
+struct add_with_bias {
+  using slot = muninn::slot::injection;
+  static constexpr const char* name = "add_with_bias";
+  static constexpr const char* config_name = "add_with_bias";
+  static constexpr bool has_weight = true;
+  template <class Weights>
+  static auto weight(const Weights& w) -> decltype(w.state_bias.data()) {
+    return w.state_bias.data();
+  }
+  template <class Backend, class T>
+  static void prepare(const injection_args<Backend, T>&) {}
+  template <class Backend, class T>
+  static void apply(const injection_args<Backend, T>& a, T*& x, T*&) {
+    muninn::add(a.be, x, a.e, x, a.rows * a.h);
+    add_bias_rows(a.be, x, a.h, a.weight, a.rows, a.h);
+  }
+};
+
+struct bias_family {
+  using slot = muninn::slot::family;
+  static constexpr const char* name = "bias_family";
+  using config_type = bias_config;
+  template <class Backend, class T>
+  using weights_type = bias_weights<Backend, T>;
+  static bias_config read_config(const std::string& dir) { fail(dir, ": bias_family models are built in code"); }
+  static io::checkpoint open_checkpoint(const std::string& dir, const bias_config&) {
+    fail(dir, ": bias_family models are built in code");
+  }
+  template <class Backend, class T, class Block>
+  static bias_weights<Backend, T> load_weights(const Backend&, const io::checkpoint& ck, const bias_config&) {
+    fail(ck.source(), ": bias_family models are built in code");
+  }
+  static bool recognizes(const io::json&) { return false; }
+  template <class Arch>
+  static void check(const bias_config& cfg) {
+    MUNINN_CHECK(cfg.injection == Arch::injection_policy::config_name, cfg.source, ": trained with ", cfg.injection,
+                 ", compiled with ", Arch::injection_policy::name);
+  }
+};
+
+}  // namespace user
+
+TEST(UserFamily, OwnConfigAndWeightsPlugInWithoutALibraryEdit) {
+  using biased = huginn_arch::with<block::pre_norm, user::add_with_bias, state_init::zero, user::bias_family>;
+  using plain = huginn_arch::with<block::pre_norm, injection::add, state_init::given>;
+  static_assert(std::is_same_v<model<host_backend, float, biased>::weights_type, user::bias_weights<host_backend, float>>);
+  user::bias_config cfg;
+  cfg.n_embd = 32;
+  cfg.n_heads = 4;
+  cfg.head_dim = 8;
+  cfg.n_kv_heads = 4;
+  cfg.intermediate_size = 64;
+  cfg.vocab_size = 50;
+  cfg.n_layers_in_prelude = 1;
+  cfg.n_layers_in_recurrent_block = 2;
+  cfg.n_layers_in_coda = 1;
+  cfg.mean_recurrence = 1;
+  cfg.block_size = 16;
+  cfg.qk_bias = false;
+  cfg.source = "user family test";
+  const std::int64_t h = cfg.n_embd;
+  host_backend be;
+  user::bias_weights<host_backend, float> w(make_random_weights<host_backend, float, block::pre_norm>(be, cfg, 7));
+  std::vector<float> b(static_cast<std::size_t>(h));
+  for (std::int64_t i = 0; i < h; ++i) b[std::size_t(i)] = 0.3f * std::sin(float(i));
+  w.state_bias = be.alloc<float>(b.size());
+  be.upload(w.state_bias.data(), b.data(), b.size());
+  const model<host_backend, float, biased> m(be, cfg, std::move(w));
+
+  huginn_config hc;
+  static_cast<model_config&>(hc) = cfg;
+  hc.injection_type = "add";
+  hc.block_type = "pre_norm";
+  const model<host_backend, float, plain> ref(be, hc, make_random_weights<host_backend, float, block::pre_norm>(be, cfg, 7));
+
+  const std::vector<std::int32_t> ids = {3, 17, 42, 8, 29};
+  std::vector<float> given;
+  for (std::size_t t = 0; t < ids.size(); ++t) given.insert(given.end(), b.begin(), b.end());
+  run_options one;
+  one.steps = 1;
+  run_options from_b = one;
+  from_b.init = state_init::given{};
+  from_b.given_state = given.data();
+  EXPECT_EQ(max_abs_diff(m.forward(ids, one), ref.forward(ids, from_b)), 0.0);
+  // A second step injects e + b again, which the plain model does not: the test can tell.
+  run_options two = one, two_from_b = from_b;
+  two.steps = two_from_b.steps = 2;
+  EXPECT_GT(max_abs_diff(m.forward(ids, two), ref.forward(ids, two_from_b)), 1e-3);
+
+  // The family's own check runs when a model is built: a config trained with another injection is refused.
+  user::bias_config other = cfg;
+  other.injection = "add";
+  user::bias_weights<host_backend, float> w2(make_random_weights<host_backend, float, block::pre_norm>(be, cfg, 7));
+  w2.state_bias = be.alloc<float>(b.size());
+  try {
+    const model<host_backend, float, biased> bad(be, other, std::move(w2));
+    ADD_FAILURE() << "a config trained with another injection was accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("trained with add, compiled with add_with_bias"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

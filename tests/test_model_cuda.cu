@@ -35,7 +35,7 @@
 #include "muninn/cuda.cuh"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/mor/arch.hpp"
-#include "muninn/model/random_weights.hpp"
+#include "muninn/families/huginn/random_weights.hpp"
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
 #include "test_util_cuda.cuh"
@@ -185,7 +185,7 @@ TEST_F(CudaModel, Bf16CheckpointLoadsBitExact) {
   using B = model<cuda_backend, bf16>;
   const std::string dir = data_dir + "tiny_bf16_sharded";
   const B m = B::load(dir, gpu());
-  const model_config cfg = io::read_model_config(dir);
+  const huginn_config cfg = io::read_model_config(dir);
   const io::checkpoint ck = io::open_huginn_checkpoint(dir, cfg);
   auto check = [&](const std::string& tensor, const cuda_buffer<bf16>& buf) {
     std::vector<bf16> want(buf.size()), got(buf.size());
@@ -205,8 +205,8 @@ TEST_F(CudaModel, Bf16CheckpointLoadsBitExact) {
 
 namespace {
 
-model_config random_config(std::int64_t head_dim, std::int64_t n_heads, std::int64_t n_kv_heads) {
-  model_config c;
+huginn_config random_config(std::int64_t head_dim, std::int64_t n_heads, std::int64_t n_kv_heads) {
+  huginn_config c;
   c.n_heads = n_heads;
   c.n_kv_heads = n_kv_heads;
   c.head_dim = head_dim;
@@ -231,13 +231,13 @@ TEST_F(CudaModel, TunedHeadDimsMatchHostOnPrefillAndDecode) {
   // decode), random state (device RNG, bit-equal to the host's), against the host model.
   for (const auto& [D, H, Hkv] : std::vector<std::array<std::int64_t, 3>>{{64, 2, 2}, {96, 2, 1}, {128, 2, 2}}) {
     SCOPED_TRACE("head_dim " + std::to_string(D));
-    const model_config cfg = random_config(D, H, Hkv);
+    const huginn_config cfg = random_config(D, H, Hkv);
     using HM = model<host_backend, float>;
     using FM = model<cuda_backend, float>;
     using BM = model<cuda_backend, bf16>;
-    const HM host(host_backend{}, cfg, make_random_weights<host_backend, float, block::sandwich>(host_backend{}, cfg, 5));
-    const FM f32(gpu(), cfg, make_random_weights<cuda_backend, float, block::sandwich>(gpu(), cfg, 5));
-    const BM b16(gpu(), cfg, make_random_weights<cuda_backend, bf16, block::sandwich>(gpu(), cfg, 5));
+    const HM host(host_backend{}, cfg, make_random_huginn_weights<host_backend, float, block::sandwich>(host_backend{}, cfg, 5));
+    const FM f32(gpu(), cfg, make_random_huginn_weights<cuda_backend, float, block::sandwich>(gpu(), cfg, 5));
+    const BM b16(gpu(), cfg, make_random_huginn_weights<cuda_backend, bf16, block::sandwich>(gpu(), cfg, 5));
     run_options o;
     o.init = state_init::truncated_normal{};
     o.seed = 9;

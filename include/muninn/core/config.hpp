@@ -1,32 +1,21 @@
 #pragma once
 /// \file
-/// \brief Run-time sizes of a model, read from a checkpoint's config.json.
+/// \brief Run-time sizes of a prelude / core / coda layer stack: what every family's config has.
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace muninn {
 
-/// \brief Mixture-of-Recursions settings (families::mor): which tokens take how many recursions
-/// of the shared block. Other families leave `recursions` at 0.
-struct mor_settings {
-  std::int64_t recursions = 0;          ///< Nr, recursions of the shared block
-  std::string sharing = "middle_cycle"; ///< cycle | middle_cycle (sequence strategies have no per-recursion block)
-  std::string type = "expert";          ///< "expert" (expert-choice) or "token" (token-choice) routing
-  std::string router_type = "linear";   ///< "linear" or "mlp" (Linear d→2d, GELU, Linear 2d→out)
-  std::string router_func = "sigmoid";  ///< expert: sigmoid | tanh | none; token: softmax | sigmoid
-  double alpha = 0.1;                   ///< gate scale α
-  std::vector<double> capacity;         ///< expert: share of candidates kept at each recursion (non-increasing)
-  double temp = 1.0;                    ///< router input divisor
-  bool router_bias = false;             ///< token: a loss-free balancing bias enters the choice (not the gate)
-  bool kv_sharing = false;              ///< recursions ≥ 1 reuse recursion 0's keys and values
-};
-
-/// \brief The numbers that size a model. Structure (which block, which router...) is compile time;
-/// everything here is run time, read from config.json by `io::read_model_config`.
+/// \brief The numbers that size a model's layer stack. Structure (which block, which router...)
+/// is compile time; everything here is run time.
+///
+/// Each family reads config.json into its own config type, which derives from this one and adds
+/// what only that family reads (`huginn_config`, `llama_config`, `mor_config`; the FamilyPolicy's
+/// `config_type`). The settings here are those of the stack and of the slots any family may fill
+/// (the RMSNorm epsilon, the RoPE base, the random initial state).
 struct model_config {
-  std::string model_type = "huginn_raven";  ///< config.json "model_type"
+  std::string model_type;                   ///< config.json "model_type"
   std::int64_t n_embd = 0;                  ///< hidden size h ("n_embd" / "hidden_size")
   std::int64_t n_heads = 0;                 ///< query heads ("num_attention_heads" / "n_heads")
   std::int64_t n_kv_heads = 0;              ///< key/value heads (MHA: equal to n_heads)
@@ -40,22 +29,10 @@ struct model_config {
   std::int64_t block_size = 0;              ///< longest sequence (RoPE table length)
   float norm_eps = 1e-6f;                   ///< RMSNorm epsilon
   float rope_base = 50000.0f;               ///< RoPE theta
-  float init_scale = 1.0f;                  ///< multiplies the random state's std
-  float init_std = 0.0f;                    ///< init_values["std"] of the random state; 0: sqrt(2 / (5 n_embd))
-  bool qk_bias = true;                      ///< learned per-head bias on q and k
-  bool bias = false;                        ///< bias on Linear layers (unsupported when true)
+  float init_scale = 1.0f;                  ///< state_init::truncated_normal: multiplies the random state's std
+  float init_std = 0.0f;                    ///< state_init::truncated_normal: the std before scaling; 0: sqrt(2 / (5 n_embd))
+  bool qk_bias = true;                      ///< the layers have a learned bias on q and k
   bool tie_embeddings = true;               ///< LM head reuses the embedding matrix
-  std::string injection_type = "linear";   ///< "linear" (concat adapter) or "add"
-  std::string block_type = "sandwich";     ///< Muninn extension: "sandwich" (Huginn) or "pre_norm"
-  // Hugging Face Llama fields (families::llama); Huginn checkpoints leave them at these defaults.
-  std::string rope_type = "default";        ///< rope_scaling type: "default" (none), "linear" or "llama3"
-  float rope_factor = 1.0f;                 ///< rope_scaling "factor" (linear and llama3)
-  float rope_low_freq_factor = 1.0f;        ///< llama3 "low_freq_factor"
-  float rope_high_freq_factor = 4.0f;       ///< llama3 "high_freq_factor"
-  std::int64_t rope_original_max_position = 0;  ///< llama3 "original_max_position_embeddings"
-  bool attention_bias = false;              ///< biases on the v and o projections too (q, k: `qk_bias`)
-  bool mlp_bias = false;                    ///< biases on the gate, up and down projections
-  mor_settings mor;                         ///< Mixture-of-Recursions settings (families::mor)
   std::string source;                       ///< file the config was read from, for error messages
 
   /// \brief Layers in prelude + core + coda (the unique blocks stored in the checkpoint).

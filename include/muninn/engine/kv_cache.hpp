@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
-#include "muninn/engine/layer.hpp"
+#include "muninn/engine/kv_views.hpp"
+#include "muninn/engine/rows.hpp"
 
 namespace muninn {
 

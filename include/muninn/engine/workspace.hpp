@@ -8,7 +8,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "muninn/engine/layer.hpp"
+#include "muninn/engine/layer_dims.hpp"
 
 namespace muninn {
 

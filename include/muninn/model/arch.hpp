@@ -22,7 +22,7 @@ struct arch_with;
 /// \tparam Block      BlockPolicy (`block::sandwich`, `block::pre_norm`)
 /// \tparam Injection  InjectionPolicy (`injection::concat_linear`, `injection::add`, `injection::none`)
 /// \tparam StateInit  StateInitPolicy (`state_init::truncated_normal`, `zero`, `given`)
-/// \tparam Sharing    SharingPolicy (`sharing::recurrent_core`, `sharing::none`)
+/// \tparam Sharing    SharingPolicy (`sharing::middle_cycle` = `recurrent_core`, `cycle`, `sequence`, `middle_sequence`, `none`)
 /// \tparam Router     RouterPolicy (`router::none`, `router::expert_choice`, `router::token_choice`)
 /// \tparam KvCache    KvCachePolicy (`kv_cache::per_layer_slot`, `kv_cache::per_layer`, `kv_cache::recursion_wise`)
 /// \tparam Halting    HaltingPolicy (`halting::fixed`, `halting::adaptive`, `halting::kl_divergence`)

@@ -19,6 +19,7 @@
 #include "muninn/model/pass.hpp"
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/ops.hpp"
+#include "muninn/policies/family.hpp"
 
 namespace muninn {
 
@@ -36,6 +37,9 @@ template <class Backend, class T, class Arch>
 class model {
   static_assert(!std::is_same_v<typename Backend::tag, host_tag> || std::is_same_v<T, float>,
                 "muninn::model: host_backend computes in fp32; use model<host_backend, float, Arch>");
+  static_assert(std::is_base_of_v<model_weights<Backend, T>,
+                                  typename Arch::family_policy::template weights_type<Backend, T>>,
+                "muninn::arch: the Family slot needs a FamilyPolicy: weights_type<B, T> must derive from model_weights<B, T>");
 
  public:
   using backend_type = Backend;  ///< the backend
@@ -48,25 +52,28 @@ class model {
   using halting_policy = typename Arch::halting_policy;      ///< HaltingPolicy
   using family_policy = typename Arch::family_policy;        ///< FamilyPolicy
   using router_policy = typename Arch::router_policy;        ///< RouterPolicy
+  using config_type = typename family_policy::config_type;   ///< the family's config (sizes and its own fields)
+  /// \brief The family's weights (the layer stack and its own parameters).
+  using weights_type = typename family_policy::template weights_type<Backend, T>;
   using context_type = inference_context<Backend, T, kv_policy>;  ///< per-sequence KV cache
   using workspace_type = workspace<Backend, T>;                   ///< activations for a stack of rows
 
   /// \brief Loads config.json and the weights from `dir` as the Arch's FamilyPolicy reads them.
   static model load(const std::string& dir, Backend be = Backend{}) {
-    model_config cfg = family_policy::read_config(dir);
+    config_type cfg = family_policy::read_config(dir);
     io::checkpoint ck = family_policy::open_checkpoint(dir, cfg);
     return model(std::move(be), std::move(cfg), ck);
   }
 
   /// \brief Builds a model from an opened checkpoint and its config.
-  model(Backend be, model_config cfg, const io::checkpoint& ck) : be_(std::move(be)), cfg_(std::move(cfg)) {
+  model(Backend be, config_type cfg, const io::checkpoint& ck) : be_(std::move(be)), cfg_(std::move(cfg)) {
     check_config_matches_arch();
     w_ = family_policy::template load_weights<Backend, T, block_policy>(be_, ck, cfg_);
     init_dims();
   }
 
   /// \brief Builds a model around weights made elsewhere (random weights for benchmarks, tests).
-  model(Backend be, model_config cfg, model_weights<Backend, T> w)
+  model(Backend be, config_type cfg, weights_type w)
       : be_(std::move(be)), cfg_(std::move(cfg)), w_(std::move(w)) {
     check_config_matches_arch();
     MUNINN_CHECK(cfg_.tie_embeddings || w_.lm_head.size() == std::size_t(cfg_.vocab_size * cfg_.n_embd), cfg_.source,
@@ -76,21 +83,42 @@ class model {
   }
 
   /// \brief The run-time sizes.
-  const model_config& config() const { return cfg_; }
+  const config_type& config() const { return cfg_; }
   /// \brief The backend the weights live on.
   const Backend& backend() const { return be_; }
   /// \brief The weights (read-only).
-  const model_weights<Backend, T>& weights() const { return w_; }
+  const weights_type& weights() const { return w_; }
   /// \brief Unique parameters (a duplicate lm_head is not counted).
   std::int64_t parameter_count() const { return w_.parameter_count; }
   /// \brief Bytes of parameter storage on the backend.
   std::size_t weight_bytes() const { return std::size_t(w_.parameter_count) * sizeof(T); }
   /// \brief Layer sizes.
   const layer_dims& dims() const { return dims_; }
-  /// \brief The layers of one group (a plain stack keeps all of them in the prelude).
+  /// \brief The stored layers of one group (a plain stack keeps all of them in the prelude).
   const std::vector<layer_weights<Backend, T>>& layers(layer_group g) const {
     return g == layer_group::prelude ? w_.prelude : g == layer_group::core ? w_.core : w_.coda;
   }
+  /// \brief The stored layer that runs as layer j of group g at recurrence step `step`: the
+  /// SharingPolicy's choice (j < layers(g).size()).
+  const layer_weights<Backend, T>& layer_at(layer_group g, std::int64_t step, std::int64_t j) const {
+    return layers(g)[std::size_t(sharing_policy::layer(sharing_, g, step, j))];
+  }
+  /// \brief The stored layer that runs as layer j of group g for `rows` rows that are at different
+  /// recurrence steps (row i at step_of(i)) in one layer call, as depth-wise and exit batching
+  /// run them: one GEMM serves them all, so the SharingPolicy must give every row the same layer
+  /// (the cycle strategies do).
+  /// \throws muninn::error naming the strategy when it does not
+  template <class StepOf>
+  const layer_weights<Backend, T>& layer_at_steps(layer_group g, std::size_t rows, StepOf&& step_of,
+                                                  std::int64_t j) const {
+    const auto& first = layer_at(g, rows ? step_of(std::size_t(0)) : 0, j);
+    for (std::size_t i = 1; i < rows; ++i)
+      MUNINN_CHECK(&layer_at(g, step_of(i), j) == &first, "rows of different recursions run in one layer call, which sharing::",
+                   sharing_policy::name, " gives different layers");
+    return first;
+  }
+  /// \brief The layer groups as the SharingPolicy sees them.
+  const sharing_layout& sharing() const { return sharing_; }
   /// \brief Width of one output row: the vocabulary size, or what the HeadPolicy says
   /// (`head::final_norm`: the hidden size).
   std::int64_t output_width() const { return head_output_width<typename Arch::head_policy>(cfg_); }
@@ -114,7 +142,7 @@ class model {
     MUNINN_CHECK(lim.max_chunk > 0, "context: max_chunk must be positive, got ", lim.max_chunk);
     MUNINN_CHECK(lim.kv_budget >= 0, "context: kv_budget must be >= 0, got ", lim.kv_budget);
     lim.max_chunk = std::min(lim.max_chunk, lim.max_tokens);
-    lim.share_first_step = cfg_.mor.kv_sharing;
+    family_configure<family_policy>(cfg_, lim);
     return context_type(be_, dims_, kv_shape(), output_width(), lim);
   }
   /// \brief A context for `max_tokens` tokens and up to `max_steps` recurrences (-1: mean_recurrence).
@@ -253,15 +281,13 @@ class model {
                      dims_.kv_dim()};
   }
 
-  void check_config_matches_arch() const {
-    MUNINN_CHECK(!sharing_policy::recurrent || cfg_.injection_type == injection_policy::config_name, cfg_.source,
-                 ": config injection_type \"", cfg_.injection_type, "\" does not match the compiled injection policy ",
-                 injection_policy::name, " (which reads \"", injection_policy::config_name, "\")");
-    MUNINN_CHECK(cfg_.block_type == block_policy::name, cfg_.source, ": config block_type \"", cfg_.block_type,
-                 "\" does not match the compiled block policy block::", block_policy::name);
-    MUNINN_CHECK(sharing_policy::recurrent || cfg_.n_layers_in_recurrent_block == 0, cfg_.source,
-                 ": sharing::none needs n_layers_in_recurrent_block = 0, config has ", cfg_.n_layers_in_recurrent_block);
-    MUNINN_CHECK(!cfg_.bias, cfg_.source, ": Linear biases (\"bias\": true) are not supported by the Huginn layout");
+  // The layer groups as the SharingPolicy sees them, checked against it; then the family's own
+  // check that the config fits the compiled slots.
+  void check_config_matches_arch() {
+    sharing_ = sharing_layout{cfg_.n_layers_in_prelude, cfg_.n_layers_in_recurrent_block, cfg_.n_layers_in_coda,
+                              cfg_.mean_recurrence};
+    sharing_policy::check(sharing_, cfg_.source.empty() ? "config" : cfg_.source);
+    family_check<family_policy, Arch>(cfg_);
   }
 
   void init_dims() {
@@ -284,9 +310,10 @@ class model {
   }
 
   Backend be_;
-  model_config cfg_;
-  model_weights<Backend, T> w_;
+  config_type cfg_;
+  weights_type w_;
   layer_dims dims_;
+  sharing_layout sharing_;
 };
 
 }  // namespace muninn

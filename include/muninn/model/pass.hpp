@@ -12,12 +12,12 @@
 
 #include "muninn/core/error.hpp"
 #include "muninn/engine/kv_cache.hpp"
-#include "muninn/engine/layer.hpp"
 #include "muninn/engine/routing.hpp"
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/engine/workspace.hpp"
 #include "muninn/model/options.hpp"
+#include "muninn/nn/layer.hpp"
 #include "muninn/policies/detect.hpp"
 #include "muninn/policies/halting_options.hpp"
 #include "muninn/policies/head.hpp"
@@ -181,8 +181,8 @@ class forward_pass {
   /// `rows` are the subset's rows, `pos` their positions on the backend.
   void run_layers_on(const engine::active_rows& rows, const std::int32_t* pos, layer_group group, value_type* buf,
                      std::int64_t step) {
-    const auto& layers = m_.layers(group);
-    for (std::size_t j = 0; j < layers.size(); ++j) {
+    const std::size_t n_layers = m_.layers(group).size();
+    for (std::size_t j = 0; j < n_layers; ++j) {
       kv_views<value_type> kv;
       kv.row_pos = pos;
       for (const auto& run : rows.runs()) {
@@ -197,8 +197,9 @@ class forward_pass {
         auto& c = ctx_of(run);
         return c.kv_.read(group, step, std::int64_t(j), run, c.steps_used_);
       };
-      engine::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
-          be_, layers[j], m_.dims(), buf, rows, kv, m_.weights().rope.data(), ws_.scratch());
+      nn::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
+          be_, m_.layer_at(group, step, std::int64_t(j)), m_.dims(), buf, rows, kv, m_.weights().rope.data(),
+          ws_.scratch());
     }
   }
 
@@ -284,8 +285,8 @@ class forward_pass {
   typename Model::context_type& ctx_of(const engine::row_run& run) { return *pieces_[std::size_t(run.seq)].ctx; }
 
   injection_args<backend_type, value_type> injection() {
-    const auto& a = m_.weights().adapter;
-    return {be_, rows_.size(), m_.dims().h, ws_.e(), a.size() ? a.data() : nullptr, ws_.e_part()};
+    const value_type* w = injection_weight<typename arch_type::injection_policy, value_type>(m_.weights());
+    return {be_, rows_.size(), m_.dims().h, ws_.e(), w, ws_.e_part()};
   }
 
   void start_piece(const engine::row_run& run) {

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// \brief Random weights with Huginn's "takase" initialisation, for benchmarks, tests and examples.
+/// \brief Random weights of a layer stack with Huginn's "takase" initialisation, for benchmarks,
+/// tests and examples (families/huginn/random_weights.hpp adds the concat adapter).
 
 #include <cmath>
 #include <cstdint>
@@ -31,14 +32,14 @@ typename Backend::template buffer<T> random_tensor(const Backend& be, std::size_
 
 }  // namespace detail
 
-/// \brief Weights drawn as Huginn's training code initialises them (its "takase" init):
-/// truncated normal at ±3σ with σ = √(2/(5h)), output projections σ/√(2·depth), norms 1, qk_bias 0.
+/// \brief A layer stack's weights drawn as Huginn's training code initialises them (its "takase"
+/// init): truncated normal at ±3σ with σ = √(2/(5h)), output projections σ/√(2·depth), norms 1,
+/// qk_bias 0.
 ///
 /// \tparam Block the BlockPolicy, which fixes the number of norms per layer.
 /// `depth` is the effective expected depth P + C·mean_recurrence + D used by the reference init.
 template <class Backend, class T, class Block>
-model_weights<Backend, T> make_random_weights(const Backend& be, const model_config& cfg, std::uint64_t seed,
-                                              bool concat_adapter = true) {
+model_weights<Backend, T> make_random_weights(const Backend& be, const model_config& cfg, std::uint64_t seed) {
   const std::int64_t h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
   const std::int64_t D = cfg.head_dim > 0 ? cfg.head_dim : h / H, I = cfg.intermediate_size, V = cfg.vocab_size;
   const double depth = double(cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * cfg.mean_recurrence +
@@ -50,7 +51,6 @@ model_weights<Backend, T> make_random_weights(const Backend& be, const model_con
   std::int64_t* cnt = &w.parameter_count;
   using detail::random_tensor;
   w.wte = random_tensor<Backend, T>(be, std::size_t(V * h), sigma, seed, stream, cnt);
-  if (concat_adapter) w.adapter = random_tensor<Backend, T>(be, std::size_t(h * 2 * h), sigma, seed, stream, cnt);
   w.ln_f = random_tensor<Backend, T>(be, std::size_t(h), 0.0f, seed, stream, cnt, 1.0f);
   auto layer = [&]() {
     layer_weights<Backend, T> l;

@@ -11,31 +11,22 @@
 #include "muninn/core/config.hpp"
 #include "muninn/core/dtype.hpp"
 #include "muninn/core/error.hpp"
-#include "muninn/engine/layer_weights.hpp"
 #include "muninn/io/safetensors.hpp"
+#include "muninn/nn/layer_weights.hpp"
 
 namespace muninn {
 
-/// \brief One router's parameters (Mixture-of-Recursions): a linear map, or Linear → GELU → Linear.
-template <class Backend, class T>
-struct router_weights {
-  using buffer = typename Backend::template buffer<T>;  ///< owning storage on the backend
-  buffer w1;  ///< linear router [out, h]; MLP router: first layer [2h, h]
-  buffer w2;  ///< MLP router: second layer [out, 2h]; empty for a linear router
-  std::vector<float> bias;  ///< token choice: loss-free balancing bias [out] (host; enters the choice only)
-};
-
-/// \brief All parameters of a prelude/core/coda model.
+/// \brief The parameters of a prelude / core / coda layer stack: what every family's weights have.
+///
+/// A family's weights type (the FamilyPolicy's `weights_type<Backend, T>`) derives from this one
+/// and adds what only its policies read (`huginn_weights::adapter`, `mor_weights::routers`).
 template <class Backend, class T>
 struct model_weights {
   using buffer = typename Backend::template buffer<T>;  ///< owning storage on the backend
   buffer wte;        ///< [V, h] embedding (also the head when tied)
   buffer lm_head;    ///< [V, h] untied head (empty when tied)
-  buffer adapter;    ///< [h, 2h] concat adapter (empty for add-injection)
   buffer ln_f;       ///< [h]
   typename Backend::template buffer<float> rope;  ///< [block_size, D/2, 2] cos/sin, always fp32
-  /// \brief Routers (Mixture-of-Recursions): one per recursion (expert choice) or one (token choice).
-  std::vector<router_weights<Backend, T>> routers;
   /// \brief Prelude layers, run once before the recurrence.
   std::vector<layer_weights<Backend, T>> prelude, core, coda;
   /// \var core

@@ -4,7 +4,7 @@
 ///
 /// Concept BlockPolicy: `slot` = slot::block, `name`, `num_norms` (RMSNorm weights per layer), and
 /// `template <class Layer> static void forward(Layer& l)` written with the sublayer verbs of
-/// `engine::layer_pass`: `l.norm(i)` → normed input, `l.attention(in)`, `l.mlp(in)` → projection,
+/// `nn::layer_pass`: `l.norm(i)` → normed input, `l.attention(in)`, `l.mlp(in)` → projection,
 /// `l.add_norm(i)` (x = norm_i(proj + x)), `l.add_residual()` (x += proj).
 
 #include "muninn/policies/detect.hpp"

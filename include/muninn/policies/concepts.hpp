@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "muninn/backend/host.hpp"
@@ -18,6 +19,7 @@
 #include "muninn/policies/head.hpp"
 #include "muninn/policies/injection.hpp"
 #include "muninn/policies/kv_cache.hpp"
+#include "muninn/policies/sharing.hpp"
 #include "muninn/policies/state_init.hpp"
 
 namespace muninn {
@@ -57,6 +59,9 @@ template <class P>
 using injection_apply = decltype(P::apply(arg<const injection_args<host_backend, float>>(), arg<float*>(), arg<float*>()));
 template <class P> using state_fill = decltype(P::fill(arg<const state_init_args<host_backend, float>>()));
 template <class P> using recurrent_member = decltype(bool(P::recurrent));
+template <class P>
+using sharing_layer = decltype(std::int64_t(P::layer(sharing_layout{}, layer_group::core, std::int64_t(), std::int64_t())));
+template <class P> using sharing_check = decltype(P::check(sharing_layout{}, arg<const std::string>()));
 template <class P> using routes_member = decltype(bool(P::routes));
 template <class P> using kv_storage = typename P::template storage<host_backend, float>;
 template <class P> using kv_num_slots = decltype(std::int64_t(P::num_slots(kv_layout{}, context_limits{})));
@@ -73,13 +78,18 @@ using rope_apply = decltype(P::apply(arg<const host_backend>(), arg<float*>(), s
                                      std::int64_t()));
 template <class P> using recurrence_run = decltype(P::run(arg<pass_archetype>()));
 template <class P> using recurrence_readout = decltype(P::readout(arg<pass_archetype>(), arg<float*>()));
-template <class P> using family_read_config = decltype(model_config(P::read_config(arg<const std::string>())));
+template <class P> using family_config_type = typename P::config_type;
+template <class P> using family_weights_type = typename P::template weights_type<host_backend, float>;
 template <class P>
-using family_open = decltype(io::checkpoint(P::open_checkpoint(arg<const std::string>(), arg<const model_config>())));
+using family_read_config = decltype(typename P::config_type(P::read_config(arg<const std::string>())));
+template <class P>
+using family_open =
+    decltype(io::checkpoint(P::open_checkpoint(arg<const std::string>(), arg<const typename P::config_type>())));
 template <class P> using family_recognizes = decltype(bool(P::recognizes(arg<const io::json>())));
 template <class P>
-using family_load = decltype(P::template load_weights<host_backend, float, block::pre_norm>(
-    arg<const host_backend>(), arg<const io::checkpoint>(), arg<const model_config>()));
+using family_load = decltype(typename P::template weights_type<host_backend, float>(
+    P::template load_weights<host_backend, float, block::pre_norm>(arg<const host_backend>(), arg<const io::checkpoint>(),
+                                                                   arg<const typename P::config_type>())));
 
 }  // namespace detail
 
@@ -122,11 +132,15 @@ constexpr bool check_state_init_policy() {
                         "template <class B, class T> static void fill(const state_init_args<B, T>&)");
   return true;
 }
-/// \brief Checks SharingPolicy: name, recurrent.
+/// \brief Checks SharingPolicy: name, recurrent, layer, check.
 template <class P>
 constexpr bool check_sharing_policy() {
   MUNINN_REQUIRE_SLOT(P, "Sharing", "a SharingPolicy", sharing);
   MUNINN_REQUIRE_MEMBER(P, "Sharing", "a SharingPolicy", recurrent_member, "static constexpr bool recurrent");
+  MUNINN_REQUIRE_MEMBER(P, "Sharing", "a SharingPolicy", sharing_layer,
+                        "static std::int64_t layer(const sharing_layout&, layer_group, std::int64_t step, std::int64_t j)");
+  MUNINN_REQUIRE_MEMBER(P, "Sharing", "a SharingPolicy", sharing_check,
+                        "static void check(const sharing_layout&, const std::string& source)");
   return true;
 }
 /// \brief Checks RouterPolicy: name, routes.
@@ -191,16 +205,24 @@ constexpr bool check_recurrence_policy() {
                         "template <class Pass, class T> static void readout(Pass&, T*)");
   return true;
 }
-/// \brief Checks FamilyPolicy: name, read_config, open_checkpoint, load_weights, recognizes.
+/// \brief Checks FamilyPolicy: name, config_type, weights_type, read_config, open_checkpoint,
+/// load_weights, recognizes (policies/family.hpp).
 template <class P>
 constexpr bool check_family_policy() {
   MUNINN_REQUIRE_SLOT(P, "Family", "a FamilyPolicy", family);
+  MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_config_type,
+                        "using config_type (derived from model_config)");
+  MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_weights_type,
+                        "template <class B, class T> using weights_type (derived from model_weights<B, T>)");
+  if constexpr (detail::detected_v<P, detail::family_config_type>)
+    static_assert(std::is_base_of_v<model_config, typename P::config_type>,
+                  "muninn::arch: the Family slot needs a FamilyPolicy: config_type must derive from model_config");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_read_config,
-                        "static model_config read_config(const std::string&)");
+                        "static config_type read_config(const std::string&)");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_open,
-                        "static io::checkpoint open_checkpoint(const std::string&, const model_config&)");
+                        "static io::checkpoint open_checkpoint(const std::string&, const config_type&)");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_load,
-                        "template <class B, class T, class Block> static model_weights<B, T> load_weights(...)");
+                        "template <class B, class T, class Block> static weights_type<B, T> load_weights(...)");
   MUNINN_REQUIRE_MEMBER(P, "Family", "a FamilyPolicy", family_recognizes, "static bool recognizes(const io::json&)");
   return true;
 }

@@ -4,7 +4,9 @@
 /// recurrence step.
 ///
 /// Concept InjectionPolicy: `slot` = slot::injection, `name`, `config_name` (config.json
-/// `injection_type`), `has_weight`, and for `injection_args<Backend, T>` a:
+/// `injection_type`), `has_weight` — and when it is true `template <class Weights> static const T*
+/// weight(const Weights&)`, which finds the weight in the family's weights — and for
+/// `injection_args<Backend, T>` a:
 /// `static void prepare(const injection_args<Backend, T>&)` (once per call) and
 /// `static void apply(const injection_args<Backend, T>&, T*& x, T*& spare)` (every step; may
 /// write the result into `spare` and swap the two).
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "muninn/core/error.hpp"
 #include "muninn/ops/ops.hpp"
 #include "muninn/policies/detect.hpp"
 
@@ -28,6 +31,28 @@ struct injection_args {
   T* e_part;             ///< per-call scratch [rows, h], kept across steps (compacted with the rows)
 };
 
+namespace detail {
+template <class W>
+struct injection_weight_of {
+  template <class P>
+  using op = decltype(P::weight(std::declval<const W&>()));
+};
+}  // namespace detail
+
+/// \brief The weight policy P reads from a family's weights `w`, or null when it has none.
+template <class P, class T, class Weights>
+const T* injection_weight(const Weights& w) {
+  if constexpr (P::has_weight) {
+    static_assert(detail::detected_v<P, detail::injection_weight_of<Weights>::template op>,
+                  "muninn::arch: the Injection slot's policy has a weight (has_weight) and needs static weight(const "
+                  "Weights&) to find it in the Family's weights_type (injection::concat_linear reads `adapter`, which "
+                  "huginn_weights has)");
+    return P::weight(w);
+  } else {
+    return nullptr;
+  }
+}
+
 namespace injection {
 
 /// \brief `x = adapter([x, e])`, adapter Linear(2h→h) without bias; the state comes first (Huginn).
@@ -38,6 +63,12 @@ struct concat_linear {
   static constexpr const char* name = "concat_linear";   ///< spelling used in messages
   static constexpr const char* config_name = "linear";   ///< config.json injection_type
   static constexpr bool has_weight = true;               ///< whether the injection has a weight to load
+  /// \brief The adapter [h, 2h] of the family's weights (huginn_weights::adapter).
+  template <class Weights>
+  static auto weight(const Weights& w) -> decltype(w.adapter.data()) {
+    MUNINN_CHECK(w.adapter.size() > 0, "injection::concat_linear: the model's weights hold no adapter");
+    return w.adapter.data();
+  }
   /// \brief e_part = e · W_eᵀ (the right half of the adapter).
   template <class Backend, class T>
   static void prepare(const injection_args<Backend, T>& a) {

@@ -5,7 +5,7 @@
 /// Concept RouterPolicy: `slot` = slot::router, `name`, `routes` (whether tokens may take
 /// different depths by routing). A routing policy also provides `template <class Pass> static
 /// void recurse(Pass&)`, the recursions that `recurrence::mixture` runs
-/// (policies/mor_router.hpp has the Mixture-of-Recursions routers).
+/// (families/mor/router.hpp has the Mixture-of-Recursions routers).
 
 #include "muninn/policies/detect.hpp"
 

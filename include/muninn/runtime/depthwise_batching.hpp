@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
-#include "muninn/engine/layer.hpp"
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
-#include "muninn/policies/mor_router.hpp"
+#include "muninn/nn/layer.hpp"
+#include "muninn/families/mor/router.hpp"
 #include "muninn/runtime/generate.hpp"
 
 namespace muninn {
@@ -128,9 +128,10 @@ class depthwise_batcher {
   // Runs the layers of `group` on buf for `rows`, row i at recursion step(i), each in its sequence's cache.
   template <class StepOf>
   void run_group(layer_group group, T* buf, const std::vector<row>& rows, workspace<Backend, T>& ws, StepOf&& step_of) {
+    if (rows.empty()) return;
     const engine::active_rows act = rows_of(rows, ws.pos());
-    const auto& layers = m_.layers(group);
-    for (std::size_t j = 0; j < layers.size(); ++j) {
+    const std::size_t n_layers = m_.layers(group).size();
+    for (std::size_t j = 0; j < n_layers; ++j) {
       kv_views<T> kv;
       kv.row_pos = ws.pos();
       for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -143,8 +144,9 @@ class depthwise_batcher {
         auto& c = ctx(rows[i].seq);
         return c.kv_storage().read(group, step_of(i), std::int64_t(j), run, c.steps_used());
       };
-      engine::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
-          be_, layers[j], m_.dims(), buf, act, kv, m_.weights().rope.data(), ws.scratch());
+      nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
+          be_, m_.layer_at_steps(group, rows.size(), step_of, std::int64_t(j)), m_.dims(), buf, act, kv,
+          m_.weights().rope.data(), ws.scratch());
     }
   }
 

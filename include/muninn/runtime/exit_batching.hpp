@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "muninn/core/error.hpp"
-#include "muninn/engine/layer.hpp"
 #include "muninn/engine/rows.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/model/model.hpp"
+#include "muninn/nn/layer.hpp"
 
 namespace muninn {
 
@@ -125,8 +125,8 @@ class exit_pool {
     engine::active_rows act;
     for (const row* r : rows) act.append(r->seq, ctx(r->seq).length(), 1);
     engine::upload_positions(be_, act, ws_.pos());
-    const auto& layers = m_.layers(group);
-    for (std::size_t j = 0; j < layers.size(); ++j) {
+    const std::size_t n_layers = m_.layers(group).size();
+    for (std::size_t j = 0; j < n_layers; ++j) {
       kv_views<T> kv;
       kv.row_pos = ws_.pos();
       for (std::size_t i = 0; i < rows.size(); ++i)
@@ -135,8 +135,9 @@ class exit_pool {
         auto& c = ctx(rows[i]->seq);
         return c.kv_storage().read(group, step_of(i), std::int64_t(j), run, c.steps_used());
       };
-      engine::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
-          be_, layers[j], m_.dims(), buf, act, kv, m_.weights().rope.data(), ws_.scratch());
+      nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
+          be_, m_.layer_at_steps(group, rows.size(), step_of, std::int64_t(j)), m_.dims(), buf, act, kv,
+          m_.weights().rope.data(), ws_.scratch());
     }
   }
 

@@ -3,8 +3,10 @@
 // of a checkpoint folder (tokenizer.json, end-of-sequence ids).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "muninn/frontend/model.hpp"
@@ -37,6 +39,7 @@ inline void add_field(model_info& info, std::string label, std::string value) {
 
 namespace muninn {
 struct model_config;
+struct llama_config;
 namespace io {
 class checkpoint;
 struct tensor_spec;
@@ -48,11 +51,26 @@ namespace muninn::frontend::detail {
 /// \brief Which model<> family an info is built for.
 enum class lm_kind { huginn, llama, mor };
 
+/// \brief What `info` says of a model<> family's structure, from the family's own config type
+/// (the generic model_config holds none of it): block, injection, RoPE, further lines (MoR's
+/// routing and sharing), and which stored tensors are copies that are not unique parameters.
+struct lm_structure {
+  std::string block;                                            ///< the block
+  std::string injection;                                        ///< the injection
+  std::string rope;                                             ///< the RoPE pairing, theta and scaling
+  std::vector<std::pair<std::string, std::string>> more;        ///< lines after `head`
+  std::function<bool(const std::string& tensor)> is_copy;       ///< a stored duplicate (MoR's per-recursion blocks)
+};
+
 /// \brief The `info` fields of a model<> checkpoint (lm_info.cpp): structure, sizes, parameters
-/// (unique: RoPE buffers, a tied model's duplicate lm_head and MoR's per-recursion copies
-/// excluded), dtype, file size, memory and KV cache per token.
+/// (unique: RoPE buffers, a tied model's duplicate lm_head and `s.is_copy` tensors excluded),
+/// dtype, file size, memory and KV cache per token.
 model_info lm_info(lm_kind kind, const char* family, const char* display, const model_folder& f,
-                   const model_config& cfg, const io::checkpoint& ck, const std::vector<io::tensor_spec>& specs);
+                   const model_config& cfg, const lm_structure& s, const io::checkpoint& ck,
+                   const std::vector<io::tensor_spec>& specs);
+
+/// \brief The structure lines of a Llama stack (llama.cpp; Mixture-of-Recursions adds its own).
+lm_structure llama_structure(const llama_config& cfg);
 
 }  // namespace muninn::frontend::detail
 

@@ -2,6 +2,7 @@
 // pre-norm blocks, concat adapter or additive injection), each with early exit compiled in.
 
 #include <map>
+#include <sstream>
 
 #include "lm_batch.hpp"
 #include "muninn/families/huginn/family.hpp"
@@ -186,8 +187,14 @@ std::string string_field(const io::json& cfg, const char* key, const std::string
   return v && v->is_string() ? v->as_string() : fallback;
 }
 
+detail::lm_structure structure(const huginn_config& cfg) {
+  std::ostringstream rope;
+  rope << "interleaved, theta " << cfg.rope_base;
+  return {cfg.block_type, cfg.injection_type, rope.str(), {}, {}};
+}
+
 template <class Arch>
-std::unique_ptr<loaded_model> host_model(model_config cfg, const io::checkpoint& ck, detail::lm_extras x) {
+std::unique_ptr<loaded_model> host_model(huginn_config cfg, const io::checkpoint& ck, detail::lm_extras x) {
   using M = model<host_backend, float, Arch>;
   M m = as_kind(error_kind::checkpoint, [&] { return M(host_backend{}, std::move(cfg), ck); });
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_exit_batch<M>);
@@ -216,10 +223,10 @@ std::unique_ptr<loaded_model> huginn_family::load(const model_folder& f, const o
   if (!((block == "sandwich" || pre) && (inj == "linear" || add)))
     fail_as(error_kind::config, f.config_path, ": huginn_raven with block_type '", block, "' and injection_type '", inj,
             "' is not supported; this build runs block_type sandwich or pre_norm with injection_type linear or add");
-  model_config cfg = as_kind(error_kind::config, [&] { return family::huginn::read_config(f.dir); });
+  huginn_config cfg = as_kind(error_kind::config, [&] { return family::huginn::read_config(f.dir); });
   const io::checkpoint ck = as_kind(error_kind::checkpoint, [&] { return family::huginn::open_checkpoint(f.dir, cfg); });
   detail::lm_extras x;
-  x.info = detail::lm_info(detail::lm_kind::huginn, name, display, f, cfg, ck, io::huginn_tensor_specs(cfg));
+  x.info = detail::lm_info(detail::lm_kind::huginn, name, display, f, cfg, structure(cfg), ck, io::huginn_tensor_specs(cfg));
   detail::read_text_files(f, x);
   // Huginn's post-processor appends an end-of-text token, which a prompt must not get.
   x.add_special = false;

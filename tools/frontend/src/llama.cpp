@@ -1,10 +1,19 @@
 // The Llama family in the front-end library: Hugging Face LlamaForCausalLM checkpoints.
 
+#include <sstream>
+
 #include "lm_batch.hpp"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/llama/family.hpp"
 
 namespace muninn::frontend {
+
+detail::lm_structure detail::llama_structure(const llama_config& cfg) {
+  std::ostringstream rope;
+  rope << "rotate-half, theta " << cfg.rope_base;
+  if (cfg.rope_type != "default") rope << ", " << cfg.rope_type << " scaling x" << cfg.rope_factor;
+  return {"pre_norm", "none (no recurrence)", rope.str(), {}, {}};
+}
 
 bool llama_family::recognizes(const model_folder& f) { return f.config && family::llama::recognizes(*f.config); }
 
@@ -24,10 +33,11 @@ std::string llama_family::redirect(operation op) {
 
 std::unique_ptr<loaded_model> llama_family::load(const model_folder& f, const option_values& o) {
   const detail::device_choice dev = detail::device_of(o);
-  model_config cfg = as_kind(error_kind::config, [&] { return family::llama::read_config(f.dir); });
+  llama_config cfg = as_kind(error_kind::config, [&] { return family::llama::read_config(f.dir); });
   const io::checkpoint ck = as_kind(error_kind::checkpoint, [&] { return family::llama::open_checkpoint(f.dir, cfg); });
   detail::lm_extras x;
-  x.info = detail::lm_info(detail::lm_kind::llama, name, display, f, cfg, ck, io::llama_tensor_specs(cfg));
+  x.info = detail::lm_info(detail::lm_kind::llama, name, display, f, cfg, detail::llama_structure(cfg), ck,
+                           io::llama_tensor_specs(cfg));
   detail::read_text_files(f, x);
   x.add_special = true;  // a Llama tokenizer's post-processor puts BOS in front, as transformers does by default
   if (dev.cuda) {

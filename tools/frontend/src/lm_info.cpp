@@ -5,31 +5,19 @@
 
 #include "common.hpp"
 #include "muninn/core/config.hpp"
-#include "muninn/families/mor/names.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/tensor_specs.hpp"
-#include "muninn/policies/mor_router.hpp"
 
 namespace muninn::frontend::detail {
 namespace {
 
-// A MoR checkpoint stores the shared block once per recursion: the copies of recursions >= 1.
-bool is_recursion_copy(const std::string& name, const model_config& cfg) {
-  if (cfg.mor.recursions == 0) return false;
-  const io::mor_names n(cfg);
-  for (std::int64_t r = 1; r < cfg.mor.recursions; ++r)
-    for (std::int64_t l = 0; l < cfg.n_layers_in_recurrent_block; ++l)
-      if (name.rfind(n.block(r, l) + ".", 0) == 0) return true;
-  return false;
-}
-
 std::int64_t count_parameters(const io::checkpoint& ck, const std::vector<io::tensor_spec>& specs,
-                              const model_config& cfg) {
+                              const model_config& cfg, const lm_structure& s) {
   std::int64_t params = 0;
   for (const auto& spec : specs) {
     const bool rope = spec.name == "freqs_cis" || spec.name.find("inv_freq") != std::string::npos;
     if (rope || (cfg.tie_embeddings && spec.name == "lm_head.weight") || !ck.has(spec.name) ||
-        is_recursion_copy(spec.name, cfg))
+        (s.is_copy && s.is_copy(spec.name)))
       continue;
     std::int64_t n = 1;
     for (auto d : spec.shape) n *= d;
@@ -48,15 +36,15 @@ std::string str(A&&... a) {
 }  // namespace
 
 model_info lm_info(lm_kind kind, const char* family, const char* display, const model_folder& f,
-                   const model_config& cfg, const io::checkpoint& ck, const std::vector<io::tensor_spec>& specs) {
+                   const model_config& cfg, const lm_structure& s, const io::checkpoint& ck,
+                   const std::vector<io::tensor_spec>& specs) {
   model_info info;
   info.family = family;
   info.display = display;
   info.path = f.path;
   info.vocab_size = cfg.vocab_size;
   info.context = cfg.block_size;
-  info.parameters = count_parameters(ck, specs, cfg);
-  const bool plain = kind != lm_kind::huginn;
+  info.parameters = count_parameters(ck, specs, cfg, s);
   std::set<std::string> dtypes;
   double file_bytes = 0;
   for (const auto& name : ck.names()) {
@@ -70,23 +58,11 @@ model_info lm_info(lm_kind kind, const char* family, const char* display, const 
   const std::int64_t kv_heads = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
   add_field(info, "model", f.path);
   add_field(info, "family", str(family, " (model_type ", cfg.model_type, ")"));
-  add_field(info, "block", cfg.block_type);
-  add_field(info, "injection", plain ? "none (no recurrence)" : cfg.injection_type);
-  std::string rope = str(plain ? "rotate-half" : "interleaved", ", theta ", cfg.rope_base);
-  if (cfg.rope_type != "default") rope += str(", ", cfg.rope_type, " scaling x", cfg.rope_factor);
-  add_field(info, "rope", rope);
+  add_field(info, "block", s.block);
+  add_field(info, "injection", s.injection);
+  add_field(info, "rope", s.rope);
   add_field(info, "head", cfg.tie_embeddings ? "tied to the embedding" : "untied lm_head");
-  if (kind == lm_kind::mor) {
-    const mor_settings& m = cfg.mor;
-    std::string routing = str(m.type, "-choice, ", m.router_type, " router, ", m.router_func, ", alpha ", m.alpha);
-    if (m.type == "expert") {
-      routing += ", capacity";
-      for (std::int64_t i = 0; i < m.recursions; ++i) routing += str(i ? "/" : " ", router::expert_choice::capacity(m, i));
-    }
-    add_field(info, "routing", routing);
-    add_field(info, "sharing", str(m.sharing, ", ", m.recursions, " recursions of a ", cfg.n_layers_in_recurrent_block,
-                                   "-layer block", m.kv_sharing ? ", recursive KV sharing" : ""));
-  }
+  for (const auto& [label, value] : s.more) add_field(info, label, value);
   add_field(info, "hidden", str(cfg.n_embd));
   add_field(info, "heads", str(cfg.n_heads, " (kv ", kv_heads, ", head_dim ", cfg.head_dim, ")"));
   add_field(info, "mlp", str(cfg.intermediate_size));

@@ -15,6 +15,7 @@
 #include "muninn/families/calm/layers.hpp"
 #include "muninn/families/calm/weights.hpp"
 #include "muninn/io/safetensors.hpp"
+#include "muninn/nn/norm.hpp"
 
 namespace muninn {
 
@@ -64,7 +65,7 @@ class chunk_autoencoder {
     T* y = scratch_.get(be_, 1, std::size_t(n * H));
     linear_forward(be_, w_.squeeze, x, n, y);  // [n, K·H] rows are the K token rows side by side
     run_stage(w_.encoder[1], y, n);
-    rmsnorm(be_, y, w_.encoder_norm.data(), y, n, H, cfg_.eps);
+    nn::rms_norm<T>{w_.encoder_norm.data(), H, cfg_.eps}(be_, y, y, n);
     linear_forward(be_, w_.to_latent, y, n, out);
   }
 
@@ -88,7 +89,7 @@ class chunk_autoencoder {
     linear_forward(be_, w_.expand, x, n, rows);  // [n, K·H] = K token rows per chunk
     const std::int64_t tokens = n * cfg_.patch_size;
     run_stage(w_.decoder[1], rows, tokens);
-    rmsnorm(be_, rows, w_.decoder_norm.data(), rows, tokens, H, cfg_.eps);
+    nn::rms_norm<T>{w_.decoder_norm.data(), H, cfg_.eps}(be_, rows, rows, tokens);
   }
 
   /// \brief Decodes latents z [n, l] (backend) to n·K token ids (backend), the arg-max of each

@@ -36,7 +36,7 @@ struct autoencoder_config {
 /// \brief A CALM model's settings: the Llama backbone over chunk positions, the compressor and the
 /// energy head (the reference's `CALMConfig`).
 struct calm_config {
-  model_config backbone;          ///< the Llama backbone (its head is the final RMSNorm only)
+  llama_config backbone;          ///< the Llama backbone (its head is the final RMSNorm only)
   std::int64_t patch_size = 0;    ///< K
   std::int64_t latent_size = 0;   ///< l
   std::int64_t noise_size = 0;    ///< width of the head's uniform noise (64 in the release)

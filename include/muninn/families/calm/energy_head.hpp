@@ -9,6 +9,8 @@
 #include "muninn/core/random.hpp"
 #include "muninn/families/calm/layers.hpp"
 #include "muninn/families/calm/weights.hpp"
+#include "muninn/nn/norm.hpp"
+#include "muninn/nn/swiglu.hpp"
 #include "muninn/ops/ops.hpp"
 
 namespace muninn {
@@ -58,21 +60,27 @@ struct energy {
     const std::int64_t d = w.hidden_embd.out, rows = n * S;
     T* c = scratch.get(be, 10, std::size_t(n * d));
     linear_forward(be, w.hidden_embd, hidden, n, c);
-    layernorm(be, c, w.norm_hidden.w.data(), w.norm_hidden.b.data(), c, n, d, 1e-6f);
+    norm(w.norm_hidden, d)(be, c, c, n);
     T* e = scratch.get(be, 11, std::size_t(rows * d));
     linear_forward(be, w.noise_embd, noise, rows, e);
-    layernorm(be, e, w.norm_noise.w.data(), w.norm_noise.b.data(), e, rows, d, 1e-6f);
+    norm(w.norm_noise, d)(be, e, e, rows);
     std::int32_t* owner = row_owners(be, n, S, scratch);
     for (const auto& b : w.blocks) block(be, b, e, c, owner, n, S, d, scratch);
     T* t = scratch.get(be, 12, std::size_t(rows * d));
     T* u = scratch.get(be, 13, std::size_t(rows * d));
-    layernorm(be, e, w.final_ln.w.data(), w.final_ln.b.data(), t, rows, d, 1e-6f);
+    norm(w.final_ln, d)(be, e, t, rows);
     linear_forward(be, w.final0, t, rows, u);
     silu(be, u, rows * d);
     linear_forward(be, w.final2, u, rows, z);
   }
 
  private:
+  // The head's LayerNorms: weight and bias, epsilon 1e-6 (the reference's nn.LayerNorm(eps=1e-6)).
+  template <class Backend, class T>
+  static nn::layer_norm<T> norm(const layernorm_weights<Backend, T>& w, std::int64_t d) {
+    return nn::layer_norm<T>{w.w.data(), w.b.data(), d, 1e-6f};
+  }
+
   // owner[i·S + s] = i: which hidden row each sample belongs to (for the gather of the c half).
   template <class Backend, class T>
   static std::int32_t* row_owners(const Backend& be, std::int64_t n, std::int64_t S, calm_scratch<Backend, T>& scratch) {
@@ -96,16 +104,14 @@ struct energy {
     gather_rows(be, cw, d, owner, rows, d, a, d);
     // e half of L0 accumulated on top.
     T* t = scratch.get(be, 12, std::size_t(rows * d));
-    layernorm(be, e, b.in_ln.w.data(), b.in_ln.b.data(), t, rows, d, 1e-6f);
+    norm(b.in_ln, d)(be, e, t, rows);
     gemm_nt(be, rows, d, d, 1.0f, t, d, b.l0.w.data(), 2 * d, 1.0f, a, d);
     silu(be, a, rows * d);
     linear_forward(be, b.l2, a, rows, t);
     silu(be, t, rows * d);
     T* gv = scratch.get(be, 16, std::size_t(rows * 2 * d));
-    linear_forward(be, b.l4, t, rows, gv);
-    silu_mul(be, gv, 2 * d, a, d, rows, d);
-    gemm_nt(be, rows, d, d, 1.0f, a, d, b.down.w.data(), d, 1.0f, e, d);  // e += down(·)
-    add_bias_rows(be, e, d, b.down.b.data(), rows, d);
+    const nn::swiglu<T> mlp{b.l4.w.data(), b.down.w.data(), d, d, b.l4.b.data(), b.down.b.data()};
+    mlp(be, t, rows, e, nn::residual::add, gv, a);  // e += down(silu(gate(t)) · up(t))
   }
 };
 

@@ -1,14 +1,16 @@
 #pragma once
 /// \file
 /// \brief The small layers CALM is built from — Linear with bias, the autoencoder's residual
-/// SwiGLU layer — written once over the backend ops, and a scratch arena that grows to the
-/// largest call and is then reused (nothing is allocated per decode step once warm).
+/// SwiGLU layer (nn::rms_norm, nn::swiglu) — and a scratch arena that grows to the largest call
+/// and is then reused (nothing is allocated per decode step once warm).
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "muninn/families/calm/weights.hpp"
+#include "muninn/nn/norm.hpp"
+#include "muninn/nn/swiglu.hpp"
 #include "muninn/ops/ops.hpp"
 
 namespace muninn {
@@ -60,10 +62,8 @@ void linear_forward(const Backend& be, const linear_weights<Backend, T>& l, cons
 template <class Backend, class T>
 void ae_layer_forward(const Backend& be, const ae_layer_weights<Backend, T>& w, T* x, std::int64_t rows,
                       std::int64_t H, std::int64_t I, float eps, T* t, T* gu, T* a) {
-  rmsnorm(be, x, w.norm.data(), t, rows, H, eps);
-  gemm_nt(be, rows, 2 * I, H, 1.0f, t, H, w.gate_up.data(), H, 0.0f, gu, 2 * I);
-  silu_mul(be, gu, 2 * I, a, I, rows, I);
-  gemm_nt(be, rows, H, I, 1.0f, a, I, w.down.data(), I, 1.0f, x, H);  // the residual add, as beta = 1
+  nn::rms_norm<T>{w.norm.data(), H, eps}(be, x, t, rows);
+  nn::swiglu<T>{w.gate_up.data(), w.down.data(), H, I}(be, t, rows, x, nn::residual::add, gu, a);
 }
 
 }  // namespace muninn

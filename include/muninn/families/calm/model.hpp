@@ -16,8 +16,9 @@
 #include "muninn/families/calm/checkpoint.hpp"
 #include "muninn/families/calm/energy_head.hpp"
 #include "muninn/families/llama/arch.hpp"
-#include "muninn/ops/chunk_choice.hpp"
 #include "muninn/model/model.hpp"
+#include "muninn/nn/norm.hpp"
+#include "muninn/ops/chunk_choice.hpp"
 
 namespace muninn {
 
@@ -213,7 +214,7 @@ class calm_model {
     silu(be_, a, n * 2 * d);
     T* rows = scratch_.get(be_, 25, std::size_t(n * d));
     linear_forward(be_, compressor_.l2, a, n, rows);
-    layernorm(be_, rows, compressor_.ln.w.data(), compressor_.ln.b.data(), rows, n, d, 1e-6f);
+    nn::layer_norm<T>{compressor_.ln.w.data(), compressor_.ln.b.data(), d, 1e-6f}(be_, rows, rows, n);
     return rows;
   }
 

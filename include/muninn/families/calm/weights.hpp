@@ -194,7 +194,7 @@ compressor_weights<Backend, T> load_compressor_weights(const Backend& be, const 
 /// layers in the prelude group, final norm, RoPE table); no lm_head.
 template <class Backend, class T>
 model_weights<Backend, T> load_calm_backbone_weights(const Backend& be, const io::checkpoint& ck,
-                                                     const model_config& cfg) {
+                                                     const llama_config& cfg) {
   model_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
   w.wte = detail::load_tensor<Backend, T>(be, ck, "transformer.embed_tokens.weight", cnt);

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief Reads a Huginn ("Raven") config.json into muninn::model_config: the released
-/// huginn-0125 config as is, plus Muninn's extensions (`block_type`, grouped-query heads).
+/// \brief Huginn's config (`huginn_config`) and its reader: the released huginn-0125
+/// config.json as is, plus Muninn's extensions (`block_type`, grouped-query heads).
 
 #include <cmath>
 #include <cstdint>
@@ -13,17 +13,29 @@
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/json.hpp"
 
-namespace muninn::io {
+namespace muninn {
 
-/// \brief Fills a model_config from a parsed Huginn config.json object.
+/// \brief A Huginn ("Raven") model's config: the stack's sizes and what Huginn's config.json says
+/// of its structure, which the compiled policies must match (family::huginn::check).
+struct huginn_config : model_config {
+  std::string injection_type = "linear";  ///< "linear" (concat adapter) or "add"
+  std::string block_type = "sandwich";    ///< Muninn extension: "sandwich" (Huginn) or "pre_norm"
+  bool bias = false;                      ///< bias on Linear layers (the layout has none: true is refused)
+  /// \brief The defaults of the released config (model_type huginn_raven).
+  huginn_config() { model_type = "huginn_raven"; }
+};
+
+namespace io {
+
+/// \brief Fills a huginn_config from a parsed Huginn config.json object.
 /// \param root the parsed document
 /// \param path named in error messages (stored in model_config::source)
 /// \throws muninn::error naming the file and field for a missing required field or an invalid value
-inline model_config model_config_from_json(const json& root, const std::string& path) {
+inline huginn_config model_config_from_json(const json& root, const std::string& path) {
   if (!root.is_object()) fail(path, ": config must be a JSON object, found ", root.type_name());
   using L = load_limits;
   const detail::config_fields f(root, path);
-  model_config c;
+  huginn_config c;
   c.source = path;
   c.model_type = f.string({"model_type"}, c.model_type);
   c.n_embd = f.integer({"n_embd", "hidden_size"}, 1, L::max_width);
@@ -88,9 +100,10 @@ inline model_config model_config_from_json(const json& root, const std::string& 
 /// \brief Reads a Huginn config.json (what family::huginn::read_config does).
 /// \param path_or_dir the file, or a checkpoint directory holding config.json
 /// \throws muninn::error naming the file and field on any problem (see model_config_from_json)
-inline model_config read_model_config(const std::string& path_or_dir) {
+inline huginn_config read_model_config(const std::string& path_or_dir) {
   const std::string path = config_json_path(path_or_dir);
   return model_config_from_json(read_json_file(path), path);
 }
 
-}  // namespace muninn::io
+}  // namespace io
+}  // namespace muninn

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "muninn/core/config.hpp"
+#include "muninn/core/error.hpp"
 #include "muninn/families/huginn/config.hpp"
 #include "muninn/families/huginn/names.hpp"
 #include "muninn/families/huginn/weights.hpp"
@@ -16,13 +16,8 @@
 
 namespace muninn {
 
-/// \brief Checkpoint families: one type per released checkpoint layout (the "family" slot).
-///
-/// Concept FamilyPolicy: `slot` = slot::family, `name`; `static model_config read_config(const std::string& dir)`;
-/// `static io::checkpoint open_checkpoint(const std::string& dir, const model_config&)` (names and
-/// shapes validated); `template <class Backend, class T, class Block> static model_weights<Backend, T>
-/// load_weights(const Backend&, const io::checkpoint&, const model_config&)`; and
-/// `static bool recognizes(const io::json& config)` for dispatch on config.json.
+/// \brief Checkpoint families: one type per released checkpoint layout (the "family" slot). The
+/// FamilyPolicy concept is described in policies/family.hpp.
 namespace family {
 
 /// \brief Huginn-0125: `transformer.{wte, prelude.i, adapter, core_block.j, coda.c, ln_f}` names,
@@ -30,16 +25,33 @@ namespace family {
 struct huginn {
   using slot = muninn::slot::family;              ///< fills the Family slot
   static constexpr const char* name = "huginn";  ///< spelling in messages and `muninn info`
+  using config_type = huginn_config;              ///< sizes, injection and block type
+  /// \brief The stack's weights and the concat adapter.
+  template <class Backend, class T>
+  using weights_type = huginn_weights<Backend, T>;
   /// \brief Reads config.json (the released huginn-0125 config as is, plus Muninn's extensions).
-  static model_config read_config(const std::string& dir) { return io::read_model_config(dir); }
+  static huginn_config read_config(const std::string& dir) { return io::read_model_config(dir); }
   /// \brief Opens the safetensors files and validates every name and shape against `cfg`.
-  static io::checkpoint open_checkpoint(const std::string& dir, const model_config& cfg) {
+  static io::checkpoint open_checkpoint(const std::string& dir, const huginn_config& cfg) {
     return io::open_huginn_checkpoint(dir, cfg);
   }
   /// \brief Loads every parameter onto the backend.
   template <class Backend, class T, class Block>
-  static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
+  static huginn_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg) {
     return load_huginn_weights<Backend, T, Block>(be, ck, cfg);
+  }
+  /// \brief The config names the block and injection of a Huginn checkpoint; they must be the
+  /// ones the Arch compiled in (injection only matters where a state recurs).
+  template <class Arch>
+  static void check(const huginn_config& cfg) {
+    using injection = typename Arch::injection_policy;
+    using block = typename Arch::block_policy;
+    MUNINN_CHECK(!Arch::sharing_policy::recurrent || cfg.injection_type == injection::config_name, cfg.source,
+                 ": config injection_type \"", cfg.injection_type, "\" does not match the compiled injection policy ",
+                 injection::name, " (which reads \"", injection::config_name, "\")");
+    MUNINN_CHECK(cfg.block_type == block::name, cfg.source, ": config block_type \"", cfg.block_type,
+                 "\" does not match the compiled block policy block::", block::name);
+    MUNINN_CHECK(!cfg.bias, cfg.source, ": Linear biases (\"bias\": true) are not supported by the Huginn layout");
   }
   /// \brief True for config.json files of this family: `model_type` "huginn_raven" or an
   /// `architectures` entry "RavenForCausalLM".

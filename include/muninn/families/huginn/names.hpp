@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/families/huginn/config.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/tensor_specs.hpp"
 
@@ -26,7 +26,7 @@ inline constexpr const char* huginn_training_prefix = "_orig_mod._original_modul
 /// [(H + 2 Hkv) D, h], attn.qk_bias [2, 1, H, D] (when qk_bias), attn.proj.weight [h, H D],
 /// mlp.fc.weight [2 I, h], mlp.proj.weight [h, I].
 /// \throws muninn::error for configs the layout cannot express (bias = true, odd head_dim)
-inline std::vector<tensor_spec> huginn_tensor_specs(const model_config& cfg) {
+inline std::vector<tensor_spec> huginn_tensor_specs(const huginn_config& cfg) {
   const std::string src = cfg.source.empty() ? "config" : cfg.source;
   if (cfg.bias) fail(src, ": bias = true is not supported by the Huginn layout (the released model has no Linear biases)");
   if (cfg.head_dim % 2 != 0) fail(src, ": head_dim = ", cfg.head_dim, " must be even (RoPE rotates pairs)");
@@ -80,7 +80,7 @@ inline std::size_t strip_huginn_prefixes(checkpoint& ckpt) { return ckpt.strip_p
 /// with their expected shape, wrong shapes with the config values that imply the right one and the
 /// shard that holds the tensor, then the unknown extra tensors — first saying so when the names
 /// still carry the training prefix.
-inline void validate_huginn_checkpoint(const checkpoint& ckpt, const model_config& cfg) {
+inline void validate_huginn_checkpoint(const checkpoint& ckpt, const huginn_config& cfg) {
   const tensor_spec_report r =
       check_tensor_specs(ckpt, huginn_tensor_specs(cfg), cfg.source.empty() ? "config.json" : cfg.source);
   if (r.ok()) return;
@@ -96,7 +96,7 @@ inline void validate_huginn_checkpoint(const checkpoint& ckpt, const model_confi
 /// \brief Opens a Huginn checkpoint, strips training prefixes and validates it against `cfg`.
 /// \param dir_or_file as for checkpoint::open
 /// \param cfg the model's config, e.g. from read_model_config(dir)
-inline checkpoint open_huginn_checkpoint(const std::string& dir_or_file, const model_config& cfg) {
+inline checkpoint open_huginn_checkpoint(const std::string& dir_or_file, const huginn_config& cfg) {
   checkpoint c = checkpoint::open(dir_or_file);
   strip_huginn_prefixes(c);
   validate_huginn_checkpoint(c, cfg);

@@ -4,20 +4,35 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/families/huginn/config.hpp"
 #include "muninn/families/huginn/names.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/rope.hpp"
 
 namespace muninn {
+
+/// \brief A Huginn model's parameters: the layer stack and the concat adapter of its injection.
+template <class Backend, class T>
+struct huginn_weights : model_weights<Backend, T> {
+  /// \brief [h, 2h] concat adapter, state columns first (empty for add-injection); what
+  /// injection::concat_linear reads.
+  typename Backend::template buffer<T> adapter;
+
+  /// \brief No weights yet (a loader fills them).
+  huginn_weights() = default;
+  /// \brief A stack whose injection has no weight (injection::add): the adapter stays empty.
+  huginn_weights(model_weights<Backend, T>&& stack) : model_weights<Backend, T>(std::move(stack)) {}
+};
+
 namespace detail {
 
 template <class Backend, class T>
-layer_weights<Backend, T> load_huginn_layer(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+layer_weights<Backend, T> load_huginn_layer(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg,
                                      const std::string& prefix, int num_norms, std::int64_t* counter) {
   layer_weights<Backend, T> w;
   for (int i = 0; i < num_norms; ++i)
@@ -39,9 +54,9 @@ layer_weights<Backend, T> load_huginn_layer(const Backend& be, const io::checkpo
 /// The RoPE table comes from the checkpoint's `freqs_cis` buffer when present (bit-exact with the
 /// reference), else it is computed in fp32 from `rope_base`.
 template <class Backend, class T, class Block>
-model_weights<Backend, T> load_huginn_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
+huginn_weights<Backend, T> load_huginn_weights(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg) {
   io::validate_huginn_checkpoint(ck, cfg);
-  model_weights<Backend, T> w;
+  huginn_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
   w.wte = detail::load_tensor<Backend, T>(be, ck, "transformer.wte.weight", cnt);
   if (!cfg.tie_embeddings) w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// \brief Reads a Hugging Face `LlamaForCausalLM` config.json (as transformers 4.x or 5.x writes it)
-/// into muninn::model_config.
+/// \brief Llama's config (`llama_config`) and its reader: a Hugging Face `LlamaForCausalLM`
+/// config.json as transformers 4.x or 5.x writes it.
 
 #include <cmath>
 #include <cstdint>
@@ -13,7 +13,23 @@
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/json.hpp"
 
-namespace muninn::io {
+namespace muninn {
+
+/// \brief A Llama model's config: the stack's sizes (every layer in the prelude group) and what
+/// only Llama's loader reads: RoPE scaling and the projection biases.
+struct llama_config : model_config {
+  std::string rope_type = "default";        ///< rope_scaling type: "default" (none), "linear" or "llama3"
+  float rope_factor = 1.0f;                 ///< rope_scaling "factor" (linear and llama3)
+  float rope_low_freq_factor = 1.0f;        ///< llama3 "low_freq_factor"
+  float rope_high_freq_factor = 4.0f;       ///< llama3 "high_freq_factor"
+  std::int64_t rope_original_max_position = 0;  ///< llama3 "original_max_position_embeddings"
+  bool attention_bias = false;              ///< biases on the v and o projections too (q, k: `qk_bias`)
+  bool mlp_bias = false;                    ///< biases on the gate, up and down projections
+  /// \brief model_type "llama"; every other default is model_config's.
+  llama_config() { model_type = "llama"; }
+};
+
+namespace io {
 
 namespace detail {
 
@@ -43,7 +59,7 @@ inline float llama_rope_number(const config_fields& f, const std::string& key, c
   return v;
 }
 
-inline void read_llama3_rope(const config_fields& f, const std::string& path, model_config& c) {
+inline void read_llama3_rope(const config_fields& f, const std::string& path, llama_config& c) {
   c.rope_factor = llama_rope_number(f, "factor", "llama3", path);
   c.rope_low_freq_factor = llama_rope_number(f, "low_freq_factor", "llama3", path);
   c.rope_high_freq_factor = llama_rope_number(f, "high_freq_factor", "llama3", path);
@@ -59,7 +75,7 @@ inline void read_llama3_rope(const config_fields& f, const std::string& path, mo
 }
 
 // rope_theta and the scaling type with its parameters, from either transformers layout.
-inline void read_llama_rope(const json& root, const std::string& path, model_config& c) {
+inline void read_llama_rope(const json& root, const std::string& path, llama_config& c) {
   const json view = llama_rope_view(root, path);
   const config_fields f(view, path);
   c.rope_base = f.number({"rope_theta", "rope_parameters.rope_theta"}, 10000.0f, true);
@@ -80,7 +96,7 @@ inline void read_llama_rope(const json& root, const std::string& path, model_con
 
 // Sizes, named as LlamaConfig names them; defaults are LlamaConfig's where transformers has one
 // that released configs may omit, the structural sizes are required.
-inline void read_llama_sizes(const config_fields& f, const std::string& path, model_config& c) {
+inline void read_llama_sizes(const config_fields& f, const std::string& path, llama_config& c) {
   using L = load_limits;
   c.n_embd = f.integer({"hidden_size"}, 1, L::max_width);
   c.intermediate_size = f.integer({"intermediate_size"}, 1, L::max_width);
@@ -121,7 +137,7 @@ inline void check_llama_supported(const config_fields& f, const std::string& pat
 
 }  // namespace detail
 
-/// \brief Fills a model_config from a parsed Llama config.json object.
+/// \brief Fills a llama_config from a parsed Llama config.json object.
 ///
 /// Maps hidden_size, num_attention_heads, num_key_value_heads (default: heads), head_dim (default:
 /// hidden_size / heads), intermediate_size, num_hidden_layers (all in the prelude group: no core,
@@ -129,16 +145,16 @@ inline void check_llama_supported(const config_fields& f, const std::string& pat
 /// tie_word_embeddings (default false), attention_bias (q, k, v, o biases), mlp_bias, rope_theta
 /// and the RoPE scaling ("default"/null, "linear", "llama3") from the 4.x keys (`rope_theta`,
 /// `rope_scaling` with `rope_type` or legacy `type`) or the 5.x `rope_parameters` object; both
-/// present and disagreeing is an error. block_type is "pre_norm", injection_type "none".
+/// present and disagreeing is an error.
 /// \param root the parsed document
 /// \param path named in error messages (stored in model_config::source)
 /// \throws muninn::error naming the file and field for a missing or invalid field, or a setting
 ///         Muninn does not implement (hidden_act other than silu, pretraining_tp > 1, other RoPE types)
-inline model_config llama_config_from_json(const json& root, const std::string& path) {
+inline llama_config llama_config_from_json(const json& root, const std::string& path) {
   if (!root.is_object()) fail(path, ": config must be a JSON object, found ", root.type_name());
   const detail::config_fields f(root, path);
   detail::check_llama_supported(f, path);
-  model_config c;
+  llama_config c;
   c.source = path;
   c.model_type = "llama";
   detail::read_llama_sizes(f, path, c);
@@ -147,9 +163,6 @@ inline model_config llama_config_from_json(const json& root, const std::string& 
   c.attention_bias = f.boolean({"attention_bias"}, false);
   c.qk_bias = c.attention_bias;  // the q and k biases use Huginn's qk_bias path (added before RoPE)
   c.mlp_bias = f.boolean({"mlp_bias"}, false);
-  c.bias = false;
-  c.block_type = "pre_norm";
-  c.injection_type = "none";  // a plain stack has no recurrence to inject into
   c.n_layers_in_recurrent_block = 0;
   c.n_layers_in_coda = 0;
   c.mean_recurrence = 0;
@@ -159,9 +172,10 @@ inline model_config llama_config_from_json(const json& root, const std::string& 
 /// \brief Reads a Llama config.json.
 /// \param path_or_dir the file, or a checkpoint directory holding config.json
 /// \throws muninn::error naming the file and field on any problem (see llama_config_from_json)
-inline model_config read_llama_config(const std::string& path_or_dir) {
+inline llama_config read_llama_config(const std::string& path_or_dir) {
   const std::string path = config_json_path(path_or_dir);
   return llama_config_from_json(read_json_file(path), path);
 }
 
-}  // namespace muninn::io
+}  // namespace io
+}  // namespace muninn

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <string>
 
-#include "muninn/core/config.hpp"
 #include "muninn/families/llama/config.hpp"
 #include "muninn/families/llama/names.hpp"
 #include "muninn/families/llama/weights.hpp"
@@ -21,19 +20,23 @@ namespace family {
 /// \brief Llama (transformers `LlamaForCausalLM`, Llama 1 to 3.x and their derivatives):
 /// `model.{embed_tokens, layers.N, norm}` and `lm_head` names, separate q/k/v and gate/up
 /// projections (fused on load), all layers in the prelude group, RoPE with default, `linear` or
-/// `llama3` scaling. Implements the FamilyPolicy concept described in families/huginn/family.hpp.
+/// `llama3` scaling. Implements the FamilyPolicy concept (policies/family.hpp).
 struct llama {
   using slot = muninn::slot::family;             ///< fills the Family slot
   static constexpr const char* name = "llama";  ///< spelling in messages and `muninn info`
+  using config_type = llama_config;              ///< sizes, RoPE scaling, biases
+  /// \brief The layer stack alone.
+  template <class Backend, class T>
+  using weights_type = model_weights<Backend, T>;
   /// \brief Reads config.json as transformers 4.x or 5.x writes it (see io::llama_config_from_json).
-  static model_config read_config(const std::string& dir) { return io::read_llama_config(dir); }
+  static llama_config read_config(const std::string& dir) { return io::read_llama_config(dir); }
   /// \brief Opens the safetensors files and validates every name and shape against `cfg`.
-  static io::checkpoint open_checkpoint(const std::string& dir, const model_config& cfg) {
+  static io::checkpoint open_checkpoint(const std::string& dir, const llama_config& cfg) {
     return io::open_llama_checkpoint(dir, cfg);
   }
   /// \brief Loads every parameter onto the backend (see load_llama_weights).
   template <class Backend, class T, class Block>
-  static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
+  static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const llama_config& cfg) {
     return load_llama_weights<Backend, T, Block>(be, ck, cfg);
   }
   /// \brief True for config.json files of this family: `model_type` "llama" or an `architectures`

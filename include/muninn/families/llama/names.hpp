@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "muninn/core/config.hpp"
+#include "muninn/families/llama/config.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/tensor_specs.hpp"
 
@@ -21,7 +21,7 @@ namespace detail {
 // The config values each shape follows from, spelled as config.json spells them.
 struct llama_reasons {
   std::string h, vh, q, kv, o, mlp, rope;
-  explicit llama_reasons(const model_config& c) {
+  explicit llama_reasons(const llama_config& c) {
     const std::string s_h = "hidden_size=" + std::to_string(c.n_embd);
     const std::string s_d = "head_dim=" + std::to_string(c.head_dim);
     h = s_h;
@@ -34,7 +34,7 @@ struct llama_reasons {
   }
 };
 
-inline void add_llama_attention(std::vector<tensor_spec>& specs, const model_config& c, const std::string& p,
+inline void add_llama_attention(std::vector<tensor_spec>& specs, const llama_config& c, const std::string& p,
                                 const llama_reasons& why) {
   const std::int64_t h = c.n_embd, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
   const std::string bias = ", attention_bias=true";
@@ -49,7 +49,7 @@ inline void add_llama_attention(std::vector<tensor_spec>& specs, const model_con
   specs.push_back({p + ".self_attn.o_proj.bias", {h}, false, -1, why.h + bias});
 }
 
-inline void add_llama_mlp(std::vector<tensor_spec>& specs, const model_config& c, const std::string& p,
+inline void add_llama_mlp(std::vector<tensor_spec>& specs, const llama_config& c, const std::string& p,
                           const llama_reasons& why) {
   const std::int64_t h = c.n_embd, I = c.intermediate_size;
   const std::string bias = ", mlp_bias=true";
@@ -72,7 +72,7 @@ inline void add_llama_mlp(std::vector<tensor_spec>& specs, const model_config& c
 /// mlp_bias), input_layernorm.weight [h], post_attention_layernorm.weight [h]; model.norm.weight
 /// [h]; lm_head.weight [V, h] (optional when tied). Optional and ignored when present: the
 /// `rotary_emb.inv_freq` buffers [D/2] that older transformers versions saved (model-level or per layer).
-inline std::vector<tensor_spec> llama_tensor_specs(const model_config& cfg) {
+inline std::vector<tensor_spec> llama_tensor_specs(const llama_config& cfg) {
   const detail::llama_reasons why(cfg);
   const std::int64_t h = cfg.n_embd, V = cfg.vocab_size, half = cfg.head_dim / 2;
   std::vector<tensor_spec> specs;
@@ -97,7 +97,7 @@ inline std::vector<tensor_spec> llama_tensor_specs(const model_config& cfg) {
 /// \brief Checks that `ckpt` holds exactly the tensors llama_tensor_specs(cfg) lists, with those
 /// shapes; one muninn::error names every missing tensor, wrong shape (with its file and the config
 /// values it follows from) and unexpected extra tensor.
-inline void validate_llama_checkpoint(const checkpoint& ckpt, const model_config& cfg) {
+inline void validate_llama_checkpoint(const checkpoint& ckpt, const llama_config& cfg) {
   validate_tensor_specs(ckpt, llama_tensor_specs(cfg), cfg.source.empty() ? "config.json" : cfg.source, "Llama");
 }
 
@@ -105,7 +105,7 @@ inline void validate_llama_checkpoint(const checkpoint& ckpt, const model_config
 /// checkpoint::open) and validates it against `cfg` before anything is loaded.
 /// \param dir_or_file as for checkpoint::open
 /// \param cfg the model's config, e.g. from read_llama_config(dir)
-inline checkpoint open_llama_checkpoint(const std::string& dir_or_file, const model_config& cfg) {
+inline checkpoint open_llama_checkpoint(const std::string& dir_or_file, const llama_config& cfg) {
   checkpoint c = checkpoint::open(dir_or_file);
   validate_llama_checkpoint(c, cfg);
   return c;

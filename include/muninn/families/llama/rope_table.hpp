@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/families/llama/config.hpp"
 #include "muninn/ops/rope_table.hpp"
 
 namespace muninn {
@@ -17,7 +17,7 @@ namespace muninn {
 /// \brief The rope_scaling that `cfg.rope_type` ("default", "linear", "llama3") and its
 /// parameters describe.
 /// \throws muninn::error naming the config file for any other rope_type
-inline rope_scaling llama_rope_scaling(const model_config& cfg) {
+inline rope_scaling llama_rope_scaling(const llama_config& cfg) {
   rope_scaling s;
   s.factor = cfg.rope_factor;
   s.low_freq_factor = cfg.rope_low_freq_factor;
@@ -32,7 +32,7 @@ inline rope_scaling llama_rope_scaling(const model_config& cfg) {
 
 /// \brief The RoPE table [block_size][D/2][2] = {cos, sin} transformers' LlamaRotaryEmbedding
 /// computes for `cfg` (fp32 inverse frequencies in torch's operation order; cos/sin from the C library).
-inline std::vector<float> make_llama_rope_table(const model_config& cfg) {
+inline std::vector<float> make_llama_rope_table(const llama_config& cfg) {
   return make_rope_table(cfg.head_dim, cfg.block_size, cfg.rope_base, llama_rope_scaling(cfg));
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "muninn/backend/host.hpp"
-#include "muninn/core/config.hpp"
+#include "muninn/families/llama/config.hpp"
 #include "muninn/families/llama/names.hpp"
 #include "muninn/families/llama/rope_table.hpp"
 #include "muninn/io/safetensors.hpp"
@@ -45,7 +45,7 @@ typename Backend::template buffer<T> load_llama_rows(const Backend& be, const io
 // self_attn: q;k;v fused, o; with attention_bias the q;k biases go where Huginn's qk_bias goes
 // (added before RoPE), v and o biases to their own buffers.
 template <class Backend, class T>
-void load_llama_attention(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+void load_llama_attention(const Backend& be, const io::checkpoint& ck, const llama_config& cfg,
                           const std::string& a, layer_weights<Backend, T>& w, std::int64_t* cnt) {
   w.wqkv = load_llama_rows<Backend, T>(be, ck, {a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"}, cnt);
   w.attn_proj = load_tensor<Backend, T>(be, ck, a + "o_proj.weight", cnt);
@@ -57,7 +57,7 @@ void load_llama_attention(const Backend& be, const io::checkpoint& ck, const mod
 
 // mlp: gate;up fused (gate rows first, as the SwiGLU code expects), down.
 template <class Backend, class T>
-void load_llama_mlp(const Backend& be, const io::checkpoint& ck, const model_config& cfg, const std::string& m,
+void load_llama_mlp(const Backend& be, const io::checkpoint& ck, const llama_config& cfg, const std::string& m,
                     layer_weights<Backend, T>& w, std::int64_t* cnt) {
   w.fc = load_llama_rows<Backend, T>(be, ck, {m + "gate_proj.weight", m + "up_proj.weight"}, cnt);
   w.mlp_proj = load_tensor<Backend, T>(be, ck, m + "down_proj.weight", cnt);
@@ -67,7 +67,7 @@ void load_llama_mlp(const Backend& be, const io::checkpoint& ck, const model_con
 }
 
 template <class Backend, class T>
-layer_weights<Backend, T> load_llama_layer_at(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+layer_weights<Backend, T> load_llama_layer_at(const Backend& be, const io::checkpoint& ck, const llama_config& cfg,
                                               const std::string& p, std::int64_t* cnt) {
   layer_weights<Backend, T> w;
   w.norm[0] = load_tensor<Backend, T>(be, ck, p + ".input_layernorm.weight", cnt);
@@ -78,7 +78,7 @@ layer_weights<Backend, T> load_llama_layer_at(const Backend& be, const io::check
 }
 
 template <class Backend, class T>
-layer_weights<Backend, T> load_llama_layer(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+layer_weights<Backend, T> load_llama_layer(const Backend& be, const io::checkpoint& ck, const llama_config& cfg,
                                            std::int64_t i, std::int64_t* cnt) {
   return load_llama_layer_at<Backend, T>(be, ck, cfg, io::llama_layer_prefix(i), cnt);
 }
@@ -96,7 +96,7 @@ layer_weights<Backend, T> load_llama_layer(const Backend& be, const io::checkpoi
 /// parameter_count counts each stored parameter once (the tied head is the embedding).
 /// \tparam Block the model's BlockPolicy; Llama layers hold two norms, so it must be block::pre_norm-like
 template <class Backend, class T, class Block>
-model_weights<Backend, T> load_llama_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
+model_weights<Backend, T> load_llama_weights(const Backend& be, const io::checkpoint& ck, const llama_config& cfg) {
   static_assert(Block::num_norms == 2,
                 "family::llama layers have two RMSNorms (input_layernorm, post_attention_layernorm): use block::pre_norm");
   io::validate_llama_checkpoint(ck, cfg);

@@ -5,7 +5,7 @@
 
 #include "muninn/families/mor/family.hpp"
 #include "muninn/model/arch.hpp"
-#include "muninn/policies/mor_router.hpp"
+#include "muninn/families/mor/router.hpp"
 
 namespace muninn {
 

@@ -1,20 +1,43 @@
 #pragma once
 /// \file
-/// \brief Reading a Mixture-of-Recursions config: a Llama config.json plus a `mor` block.
+/// \brief Mixture-of-Recursions settings and config (`mor_settings`, `mor_config`), and reading
+/// them from a Llama config.json with a `mor` block.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/families/llama/config.hpp"
+#include "muninn/families/mor/sharing_map.hpp"
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/float_setting.hpp"
 #include "muninn/io/json.hpp"
-#include "muninn/families/mor/sharing_map.hpp"
 
-namespace muninn::io {
+namespace muninn {
+
+/// \brief Mixture-of-Recursions settings: which tokens take how many recursions of the shared
+/// block, and how the routers decide (what router::expert_choice and router::token_choice read).
+struct mor_settings {
+  std::int64_t recursions = 0;          ///< Nr, recursions of the shared block
+  std::string sharing = "middle_cycle"; ///< cycle | middle_cycle (sequence strategies have no per-recursion block)
+  std::string type = "expert";          ///< "expert" (expert-choice) or "token" (token-choice) routing
+  std::string router_type = "linear";   ///< "linear" or "mlp" (Linear d→2d, GELU, Linear 2d→out)
+  std::string router_func = "sigmoid";  ///< expert: sigmoid | tanh | none; token: softmax | sigmoid
+  double alpha = 0.1;                   ///< gate scale α
+  std::vector<double> capacity;         ///< expert: share of candidates kept at each recursion (non-increasing)
+  double temp = 1.0;                    ///< router input divisor
+  bool router_bias = false;             ///< token: a loss-free balancing bias enters the choice (not the gate)
+  bool kv_sharing = false;              ///< recursions ≥ 1 reuse recursion 0's keys and values
+};
+
+/// \brief A Mixture-of-Recursions model's config: a Llama config whose layers are laid out as
+/// first layer(s), a shared block and last layer(s), and the routing settings.
+struct mor_config : llama_config {
+  mor_settings mor;  ///< routers and recursions
+};
+
+namespace io {
 namespace detail {
 
 inline const json& mor_field(const json& mor, const char* key, const std::string& path) {
@@ -108,12 +131,13 @@ inline mor_settings mor_settings_from_json(const json& mor, const std::string& p
   return m;
 }
 
-/// \brief A MoR model_config: the Llama fields, then the recursion layout from `settings`: the first
+/// \brief A mor_config: the Llama fields, then the recursion layout from `settings`: the first
 /// layer (middle_cycle) in the prelude group, the B shared layers in the core group with
 /// mean_recurrence = Nr, the last layer (middle_cycle) in the coda group. num_hidden_layers is the
 /// unrolled depth the checkpoint stores (1 + B·Nr + 1 for middle_cycle).
-inline model_config mor_config_with(const json& root, const std::string& path, const mor_settings& settings) {
-  model_config c = llama_config_from_json(root, path);
+inline mor_config mor_config_with(const json& root, const std::string& path, const mor_settings& settings) {
+  mor_config c;
+  static_cast<llama_config&>(c) = llama_config_from_json(root, path);
   c.mor = settings;
   const std::int64_t L = c.n_layers_in_prelude;  // the Llama reader puts every layer in the prelude
   const sharing_map map = make_sharing_map(parse_sharing(c.mor.sharing), L, c.mor.recursions);
@@ -127,11 +151,11 @@ inline model_config mor_config_with(const json& root, const std::string& path, c
 }
 
 /// \brief mor_config_with the settings of config.json's own `mor` block.
-inline model_config mor_config_from_json(const json& root, const std::string& path) {
+inline mor_config mor_config_from_json(const json& root, const std::string& path) {
   const json* mor = root.is_object() ? root.find("mor") : nullptr;
   if (!mor) fail(path, ": no 'mor' block: not a Mixture-of-Recursions config (give its Hydra YAML)");
   return mor_config_with(root, path, mor_settings_from_json(*mor, path));
 }
 
-
-}  // namespace muninn::io
+}  // namespace io
+}  // namespace muninn

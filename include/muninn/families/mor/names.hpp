@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/families/llama/names.hpp"
+#include "muninn/families/mor/config.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/io/tensor_specs.hpp"
 
@@ -35,7 +35,7 @@ struct mor_names {
   std::int64_t o = 0;    ///< 1 when a first layer precedes the routed layers
 
   /// \brief The names for `cfg` (whose mor settings and layer groups are filled in).
-  explicit mor_names(const model_config& cfg) : type(cfg.mor.type), o(cfg.n_layers_in_prelude) {
+  explicit mor_names(const mor_config& cfg) : type(cfg.mor.type), o(cfg.n_layers_in_prelude) {
     if (cfg.n_layers_in_prelude) first = "model.layers.0";
     if (cfg.n_layers_in_coda)
       last = "model.layers." + std::to_string(type == "expert" ? o + cfg.mor.recursions : o + 1);
@@ -44,7 +44,7 @@ struct mor_names {
 
 namespace detail {
 
-inline void add_mor_layer(std::vector<tensor_spec>& specs, const model_config& c, const std::string& p,
+inline void add_mor_layer(std::vector<tensor_spec>& specs, const mor_config& c, const std::string& p,
                           const llama_reasons& why) {
   const std::int64_t h = c.n_embd;
   specs.push_back({p + ".input_layernorm.weight", {h}, false, -1, why.h});
@@ -60,7 +60,7 @@ inline void add_mor_layer(std::vector<tensor_spec>& specs, const model_config& c
 /// `router.weight` [out, h]; MLP: `router.0.weight` [2h, h] and `router.2.weight` [out, 2h], out =
 /// 1 per expert-choice recursion, Nr for the token-choice router), the token router's bias
 /// (balancing loss_free), the final norm and the head.
-inline std::vector<tensor_spec> mor_tensor_specs(const model_config& cfg) {
+inline std::vector<tensor_spec> mor_tensor_specs(const mor_config& cfg) {
   const detail::llama_reasons why(cfg);
   const mor_names n(cfg);
   const std::int64_t h = cfg.n_embd, V = cfg.vocab_size, Nr = cfg.mor.recursions;
@@ -88,7 +88,7 @@ inline std::vector<tensor_spec> mor_tensor_specs(const model_config& cfg) {
 }
 
 /// \brief Opens a MoR checkpoint and checks it holds exactly mor_tensor_specs(cfg).
-inline checkpoint open_mor_checkpoint(const std::string& dir_or_file, const model_config& cfg) {
+inline checkpoint open_mor_checkpoint(const std::string& dir_or_file, const mor_config& cfg) {
   checkpoint c = checkpoint::open(dir_or_file);
   validate_tensor_specs(c, mor_tensor_specs(cfg), cfg.source.empty() ? "config.json" : cfg.source,
                         "Mixture-of-Recursions");

@@ -5,22 +5,46 @@
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/families/llama/rope_table.hpp"
 #include "muninn/families/llama/weights.hpp"
+#include "muninn/families/mor/config.hpp"
 #include "muninn/families/mor/names.hpp"
 #include "muninn/model/weights.hpp"
 
 namespace muninn {
+
+/// \brief One router's parameters (Mixture-of-Recursions): a linear map, or Linear → GELU → Linear.
+template <class Backend, class T>
+struct router_weights {
+  using buffer = typename Backend::template buffer<T>;  ///< owning storage on the backend
+  buffer w1;  ///< linear router [out, h]; MLP router: first layer [2h, h]
+  buffer w2;  ///< MLP router: second layer [out, 2h]; empty for a linear router
+  std::vector<float> bias;  ///< token choice: loss-free balancing bias [out] (host; enters the choice only)
+};
+
+/// \brief A Mixture-of-Recursions model's parameters: the layer stack (first layer, one copy of
+/// the shared block, last layer) and the routers.
+template <class Backend, class T>
+struct mor_weights : model_weights<Backend, T> {
+  /// \brief One router per recursion (expert choice) or one (token choice).
+  std::vector<router_weights<Backend, T>> routers;
+
+  /// \brief No weights yet (a loader fills them).
+  mor_weights() = default;
+  /// \brief A stack without routers yet (random weights: the caller adds them).
+  explicit mor_weights(model_weights<Backend, T>&& stack) : model_weights<Backend, T>(std::move(stack)) {}
+};
+
 namespace detail {
 
 // The reference ties MLP and norms across recursions but (a known bug of its expert transform)
 // re-creates the attention per recursion; released checkpoints share it. Muninn runs one block:
 // copies that differ are reported once and recursion 0's is used.
-inline void check_recursion_copies(const io::checkpoint& ck, const model_config& cfg, const io::mor_names& n) {
+inline void check_recursion_copies(const io::checkpoint& ck, const mor_config& cfg, const io::mor_names& n) {
   static const char* parts[] = {".self_attn.q_proj.weight", ".self_attn.k_proj.weight", ".self_attn.v_proj.weight",
                                 ".self_attn.o_proj.weight", ".mlp.gate_proj.weight",    ".mlp.up_proj.weight",
                                 ".mlp.down_proj.weight",    ".input_layernorm.weight",  ".post_attention_layernorm.weight"};
@@ -37,7 +61,7 @@ inline void check_recursion_copies(const io::checkpoint& ck, const model_config&
 }
 
 template <class Backend, class T>
-router_weights<Backend, T> load_router(const Backend& be, const io::checkpoint& ck, const model_config& cfg,
+router_weights<Backend, T> load_router(const Backend& be, const io::checkpoint& ck, const mor_config& cfg,
                                        const io::mor_names& n, std::int64_t r, std::int64_t* cnt) {
   router_weights<Backend, T> w;
   const std::string p = n.router(r);
@@ -58,11 +82,11 @@ router_weights<Backend, T> load_router(const Backend& be, const io::checkpoint& 
 /// the last layer into the coda group, one router per recursion (expert choice) or one (token
 /// choice); the other recursions' copies are compared with recursion 0's and not loaded.
 template <class Backend, class T, class Block>
-model_weights<Backend, T> load_mor_weights(const Backend& be, const io::checkpoint& ck, const model_config& cfg) {
+mor_weights<Backend, T> load_mor_weights(const Backend& be, const io::checkpoint& ck, const mor_config& cfg) {
   static_assert(Block::num_norms == 2, "family::mor layers are Llama layers: use block::pre_norm");
   const io::mor_names n(cfg);
   detail::check_recursion_copies(ck, cfg, n);
-  model_weights<Backend, T> w;
+  mor_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
   w.wte = detail::load_tensor<Backend, T>(be, ck, "model.embed_tokens.weight", cnt);
   if (!cfg.tie_embeddings) w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);

@@ -12,7 +12,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/families/mor/config.hpp"
 #include "muninn/io/yaml.hpp"
@@ -170,11 +169,11 @@ inline std::string mor_yaml_beside(const std::string& dir) {
             "Mixture-of-Recursions run (", list, "); give this checkpoint's with --config FILE");
 }
 
-/// \brief A MoR model_config: config.json's Llama fields with the `mor` block, or — for the
+/// \brief A mor_config: config.json's Llama fields with the `mor` block, or — for the
 /// reference's own output, whose config.json has none — the settings of `yaml` (or of the YAML
 /// found beside the checkpoint). A `kv_sharing` block in config.json (the one MoR field the
 /// reference writes there) must agree with them.
-inline model_config read_mor_config(const std::string& path_or_dir, const std::string& yaml) {
+inline mor_config read_mor_config(const std::string& path_or_dir, const std::string& yaml) {
   const std::string path = config_json_path(path_or_dir);
   const json root = read_json_file(path);
   const bool has_block = root.is_object() && root.find("mor");

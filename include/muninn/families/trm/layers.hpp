@@ -1,20 +1,28 @@
 #pragma once
 /// \file
-/// \brief The TRM / HRM network over the backend ops: the post-norm block (bidirectional
+/// \brief The TRM / HRM network from the nn blocks: the post-norm block (bidirectional
 /// attention or the token-mixing SwiGLU, then the feature SwiGLU, each followed by a weightless
 /// RMSNorm), a net (injection added, then the layers) and one supervision step of recursion.
 ///
-/// A batch of n samples is n·S stacked rows (S = prefix + grid): the projections and SwiGLUs are
-/// one GEMM over all rows; attention and RoPE run per sample (positions restart at 0 in each).
+/// A batch of n samples is n·S stacked rows (S = prefix + grid), one run of positions 0 … S−1 per
+/// sample: the projections and SwiGLUs are one GEMM over all rows; attention and RoPE run per
+/// sample, which sees only its own rows (no KV cache, a full mask).
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "muninn/engine/kv_views.hpp"
+#include "muninn/engine/layer_dims.hpp"
+#include "muninn/engine/rows.hpp"
 #include "muninn/families/trm/weights.hpp"
-#include "muninn/ops/attention_mask.hpp"
+#include "muninn/nn/attention.hpp"
+#include "muninn/nn/norm.hpp"
+#include "muninn/nn/swiglu.hpp"
+#include "muninn/nn/token_mixer.hpp"
 #include "muninn/ops/ops.hpp"
+#include "muninn/policies/rope.hpp"
 
 namespace muninn {
 
@@ -23,14 +31,17 @@ template <class Backend, class T>
 struct trm_workspace {
   using buffer = typename Backend::template buffer<T>;  ///< storage on the backend
   std::int64_t capacity = 0;  ///< samples the buffers hold
-  buffer qkv;      ///< [n·S, 3D]
-  buffer mix;      ///< [n·S, D]: attention output
+  buffer q;        ///< [n·S, D]: attention queries
+  buffer k;        ///< [n·S, D]: attention keys
+  buffer v;        ///< [n·S, D]: attention values
+  buffer attn;     ///< [n·S, D]: attention output before its projection
   buffer gu;       ///< [n·S, 2I], or [n·D, 2·I_S] for mlp_t
   buffer act;      ///< [n·S, I], or [n·D, I_S]
   buffer inj;      ///< [n·S, D]: z_H + x
   buffer t;        ///< [n·D, S]: the transposed state (mlp_t)
   buffer logits;   ///< [n·S, V]
-  buffer q;        ///< [n, 2]
+  buffer q_halt;   ///< [n, 2]
+  engine::active_rows samples;  ///< one run per sample: positions 0 … S−1 (grown with the batch)
 
   /// \brief Grows the buffers to hold `n` samples of config `c` (never shrinks).
   void reserve(const Backend& be, const trm_config& c, std::int64_t n) {
@@ -39,8 +50,7 @@ struct trm_workspace {
     const auto I = std::size_t(c.swiglu_inter(c.hidden_size));
     const auto Is = c.mlp_t ? std::size_t(c.swiglu_inter(c.total_len())) : 0;
     if (!c.mlp_t) {
-      qkv = be.template alloc<T>(N * S * 3 * D);
-      mix = be.template alloc<T>(N * S * D);
+      for (buffer* b : {&q, &k, &v, &attn}) *b = be.template alloc<T>(N * S * D);
     } else {
       t = be.template alloc<T>(N * D * S);
     }
@@ -48,20 +58,19 @@ struct trm_workspace {
     act = be.template alloc<T>(std::max(N * S * I, N * D * Is));
     inj = be.template alloc<T>(N * S * D);
     logits = be.template alloc<T>(N * S * std::size_t(c.vocab_size));
-    q = be.template alloc<T>(N * 2);
+    q_halt = be.template alloc<T>(N * 2);
     capacity = n;
   }
 };
 
-/// \brief h ← rmsnorm(h + down(silu(gate(h)) · up(h))) on [rows, width]: a SwiGLU with its
-/// residual and weightless post-norm (the feature MLP, and the token mixer on transposed rows).
+/// \brief The stacked rows of n samples: sample b is sequence b at positions 0 … S−1.
 template <class Backend, class T>
-void trm_swiglu_post_norm(const Backend& be, const T* gate_up, const T* down, T* h, std::int64_t rows,
-                          std::int64_t width, std::int64_t inter, float eps, T* gu, T* act) {
-  gemm_nt(be, rows, 2 * inter, width, 1.0f, h, width, gate_up, width, 0.0f, gu, 2 * inter);
-  silu_mul(be, gu, 2 * inter, act, inter, rows, inter);
-  gemm_nt(be, rows, width, inter, 1.0f, act, inter, down, inter, 1.0f, h, width);  // the residual, as beta = 1
-  rmsnorm(be, h, static_cast<const T*>(nullptr), h, rows, width, eps);
+const engine::active_rows& trm_sample_rows(trm_workspace<Backend, T>& ws, std::int64_t n, std::int64_t S) {
+  if (ws.samples.size() != n * S) {
+    ws.samples = engine::active_rows{};
+    for (std::int64_t b = 0; b < n; ++b) ws.samples.append(std::int32_t(b), 0, S);
+  }
+  return ws.samples;
 }
 
 /// \brief One post-norm block on n samples h [n·S, D], in place.
@@ -73,28 +82,24 @@ template <class Backend, class T>
 void trm_block_forward(const Backend& be, const trm_config& c, const trm_layer_weights<Backend, T>& w,
                        const float* rope, T* h, std::int64_t n, trm_workspace<Backend, T>& ws) {
   const std::int64_t S = c.total_len(), D = c.hidden_size, R = n * S;
+  const nn::rms_norm<T> post{nullptr, D, c.rms_norm_eps};
   if (c.mlp_t) {
     const std::int64_t Is = c.swiglu_inter(S);
-    transpose_batched(be, h, n, S, D, ws.t.data());
-    trm_swiglu_post_norm(be, w.mix_gate_up.data(), w.mix_down.data(), ws.t.data(), n * D, S, Is, c.rms_norm_eps,
-                         ws.gu.data(), ws.act.data());
-    transpose_batched(be, static_cast<const T*>(ws.t.data()), n, D, S, h);
+    const nn::token_mixer<T> mix{{w.mix_gate_up.data(), w.mix_down.data(), S, Is}, {nullptr, S, c.rms_norm_eps}};
+    mix(be, h, n, S, D, ws.t.data(), ws.gu.data(), ws.act.data());
   } else {
-    const std::int64_t H = c.num_heads, hd = c.head_dim();
-    T* qkv = ws.qkv.data();
-    gemm_nt(be, R, 3 * D, D, 1.0f, h, D, w.qkv.data(), D, 0.0f, qkv, 3 * D);
-    const float scale = 1.0f / std::sqrt(float(hd));
-    for (std::int64_t b = 0; b < n; ++b) {
-      T* qb = qkv + b * S * 3 * D;
-      if (rope) rope_half(be, qb, S, 3 * D, 2 * H, hd, static_cast<const T*>(nullptr), rope, std::int64_t(0));  // q and k heads
-      attention(be, qb, 3 * D, qb + D, qb + 2 * D, 3 * D, ws.mix.data() + b * S * D, D, S, S, H, H, hd, scale,
-                attn_mask::full, nullptr, nullptr);
-    }
-    gemm_nt(be, R, D, D, 1.0f, ws.mix.data(), D, w.o.data(), D, 1.0f, h, D);
-    rmsnorm(be, h, static_cast<const T*>(nullptr), h, R, D, c.rms_norm_eps);
+    const layer_dims d{D, c.num_heads, c.num_heads, c.head_dim(), c.swiglu_inter(D), c.rms_norm_eps};
+    const layer_scratch<T> s{nullptr, ws.q.data(), ws.attn.data(), nullptr, nullptr, nullptr, ws.k.data(), ws.v.data()};
+    kv_views<T> kv;  // no cache: each sample attends to its own rows
+    kv.mask = attn_mask::full;
+    const nn::attention_params<T> p{w.qkv.data(), nullptr, nullptr, w.o.data(), nullptr};
+    nn::attention_mixer<rope::half>::forward(be, p, d, static_cast<const T*>(h), trm_sample_rows(ws, n, S), kv, rope,
+                                             s, h, nn::residual::add);
+    post(be, h, h, R);
   }
-  trm_swiglu_post_norm(be, w.gate_up.data(), w.down.data(), h, R, D, c.swiglu_inter(D), c.rms_norm_eps, ws.gu.data(),
-                       ws.act.data());
+  const nn::swiglu<T> mlp{w.gate_up.data(), w.down.data(), D, c.swiglu_inter(D)};
+  mlp(be, h, R, h, nn::residual::add, ws.gu.data(), ws.act.data());
+  post(be, h, h, R);
 }
 
 /// \brief A net: state ← layers(state + injection), in place on n samples.
@@ -129,8 +134,8 @@ void trm_heads(const Backend& be, const trm_config& c, const trm_weights<Backend
                trm_workspace<Backend, T>& ws) {
   const std::int64_t S = c.total_len(), D = c.hidden_size, V = c.vocab_size;
   gemm_nt(be, n * S, V, D, 1.0f, zH, D, w.lm_head.data(), D, 0.0f, ws.logits.data(), V);
-  gemm_nt(be, n, 2, D, 1.0f, zH, S * D, w.q_w.data(), D, 0.0f, ws.q.data(), 2);
-  add_bias_rows(be, ws.q.data(), 2, w.q_b.data(), n, 2);
+  gemm_nt(be, n, 2, D, 1.0f, zH, S * D, w.q_w.data(), D, 0.0f, ws.q_halt.data(), 2);
+  add_bias_rows(be, ws.q_halt.data(), 2, w.q_b.data(), n, 2);
 }
 
 }  // namespace muninn

@@ -137,7 +137,7 @@ class trm_model {
     trm_heads(be_, cfg_, w_, static_cast<const T*>(c.zH.data()), n, ws_);
     std::vector<float> all(std::size_t(n * S * V)), q(std::size_t(n * 2));
     engine::download_floats(be_, static_cast<const T*>(ws_.logits.data()), std::int64_t(all.size()), all.data());
-    engine::download_floats(be_, static_cast<const T*>(ws_.q.data()), std::int64_t(q.size()), q.data());
+    engine::download_floats(be_, static_cast<const T*>(ws_.q_halt.data()), std::int64_t(q.size()), q.data());
     out.logits.resize(std::size_t(n * L * V));
     for (std::int64_t b = 0; b < n; ++b)
       std::copy_n(all.begin() + (b * S + P) * V, L * V, out.logits.begin() + b * L * V);

@@ -12,13 +12,16 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
-#include "muninn/core/config.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/engine/kv_cache.hpp"
 #include "muninn/engine/routing.hpp"
 #include "muninn/engine/transfer.hpp"
+#include "muninn/families/mor/config.hpp"
+#include "muninn/families/mor/weights.hpp"
 #include "muninn/ops/ops.hpp"
 #include "muninn/policies/detect.hpp"
 #include "muninn/policies/router.hpp"
@@ -26,6 +29,20 @@
 namespace muninn {
 namespace router {
 namespace detail {
+
+/// \brief The routers read their settings from mor_config and their weights from mor_weights:
+/// a model whose family's types do not derive from them fails here, with the fix named.
+template <class Pass>
+constexpr bool reads_mor_state() {
+  using M = std::decay_t<decltype(std::declval<Pass&>().model())>;
+  static_assert(std::is_base_of_v<mor_config, typename M::config_type> &&
+                    std::is_base_of_v<mor_weights<typename M::backend_type, typename M::value_type>,
+                                      typename M::weights_type>,
+                "muninn::arch: the Router slot's expert_choice / token_choice read config().mor and "
+                "weights().routers: use a Family whose config_type derives from mor_config and whose "
+                "weights_type derives from mor_weights (family::mor, or a user family built on them)");
+  return true;
+}
 
 /// \brief The router network of recursion `r` on n rows `x` [n, h]: logits [n, out] on the host.
 /// Linear, or Linear(h→2h) → GELU → Linear(2h→out); the input is divided by `temp` first.
@@ -90,6 +107,7 @@ struct expert_choice {
   /// \brief The recursions, on the stream p.e().
   template <class Pass>
   static void recurse(Pass& p) {
+    static_assert(detail::reads_mor_state<Pass>());
     const auto& m = p.model();
     const auto& mor = m.config().mor;
     auto* buf = p.ws().x();  // the picked rows: free in a routed model
@@ -172,6 +190,7 @@ struct token_choice {
   /// \brief The recursions, on the stream p.e() (H¹ on entry, the routed output on exit).
   template <class Pass>
   static void recurse(Pass& p) {
+    static_assert(detail::reads_mor_state<Pass>());
     const auto& m = p.model();
     const auto& be = m.backend();
     const auto& mor = m.config().mor;

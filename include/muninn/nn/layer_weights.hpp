@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// \brief One transformer layer's parameters on a backend, in checkpoint layout: what the
-/// engine's layer verbs read.
+/// layer verbs of nn/layer.hpp read.
 
 namespace muninn {
 

@@ -1,0 +1,79 @@
+#pragma once
+/// \file
+/// \brief One transformer layer over a stack of active rows: the sublayer verbs a BlockPolicy
+/// composes (norm, attention, MLP, residual), built from the nn blocks (rms_norm,
+/// attention_mixer, swiglu) with GEMMs on all rows at once and RoPE and attention per run
+/// against that run's KV view.
+
+#include <cstdint>
+
+#include "muninn/engine/kv_views.hpp"
+#include "muninn/engine/layer_dims.hpp"
+#include "muninn/engine/rows.hpp"
+#include "muninn/nn/attention.hpp"
+#include "muninn/nn/layer_weights.hpp"
+#include "muninn/nn/norm.hpp"
+#include "muninn/nn/residual.hpp"
+#include "muninn/nn/swiglu.hpp"
+#include "muninn/ops/ops.hpp"
+
+namespace muninn::nn {
+
+/// \brief The sublayer verbs of one layer applied to the stack x[rows, h].
+///
+/// A BlockPolicy's `forward(layer)` composes them; `Rope` is the RopePolicy.
+template <class Backend, class T, class Rope>
+class layer_pass {
+ public:
+  /// \brief Binds one layer's weights to the stack x and its runs.
+  layer_pass(const Backend& be, const layer_weights<Backend, T>& w, const layer_dims& d, T* x,
+             const engine::active_rows& rows, const kv_views<T>& kv, const float* rope, const layer_scratch<T>& s)
+      : be_(be), w_(w), d_(d), x_(x), rows_(rows), kv_(kv), rope_(rope), s_(s) {}
+
+  /// \brief normed = RMSNorm_i(x); returns normed.
+  const T* norm(int i) {
+    norm_at(i)(be_, x_, s_.normed, rows_.size());
+    return s_.normed;
+  }
+  /// \brief proj = o_proj(attention(q, k, v of `in`)), writing the new keys/values to the cache.
+  void attention(const T* in) {
+    const attention_params<T> p{w_.wqkv.data(), data_or_null(w_.qk_bias), data_or_null(w_.v_bias),
+                                w_.attn_proj.data(), data_or_null(w_.o_bias)};
+    attention_mixer<Rope>::forward(be_, p, d_, in, rows_, kv_, rope_, s_, s_.proj, residual::none);
+  }
+  /// \brief proj = down(silu(gate(in)) · up(in)).
+  void mlp(const T* in) {
+    const swiglu<T> m{w_.fc.data(), w_.mlp_proj.data(), d_.h, d_.inter, data_or_null(w_.fc_bias),
+                      data_or_null(w_.mlp_proj_bias)};
+    m(be_, in, rows_.size(), s_.proj, residual::none, s_.mlp_in, s_.mlp_act);
+  }
+  /// \brief x = RMSNorm_i(proj + x) (Huginn's sandwich re-normalises the residual stream).
+  void add_norm(int i) { norm_at(i).add(be_, s_.proj, x_, rows_.size()); }
+  /// \brief x = x + proj (pre-norm residual).
+  void add_residual() { add(be_, x_, s_.proj, x_, rows_.size() * d_.h); }
+  /// \brief The weights this call runs (a user's BlockPolicy may read them, or tell layers apart).
+  const layer_weights<Backend, T>& weights() const { return w_; }
+
+ private:
+  static const T* data_or_null(const typename Backend::template buffer<T>& b) { return b.size() ? b.data() : nullptr; }
+  rms_norm<T> norm_at(int i) const { return rms_norm<T>{w_.norm[i].data(), d_.h, d_.eps}; }
+
+  const Backend& be_;
+  const layer_weights<Backend, T>& w_;
+  const layer_dims& d_;
+  T* x_;
+  const engine::active_rows& rows_;
+  const kv_views<T>& kv_;
+  const float* rope_;
+  const layer_scratch<T>& s_;
+};
+
+/// \brief Runs one layer of BlockPolicy `Block` in place on the stack x.
+template <class Block, class Rope, class Backend, class T>
+void run_layer(const Backend& be, const layer_weights<Backend, T>& w, const layer_dims& d, T* x,
+               const engine::active_rows& rows, const kv_views<T>& kv, const float* rope, const layer_scratch<T>& s) {
+  layer_pass<Backend, T, Rope> l(be, w, d, x, rows, kv, rope, s);
+  Block::forward(l);
+}
+
+}  // namespace muninn::nn
