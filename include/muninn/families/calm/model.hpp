@@ -121,6 +121,11 @@ class calm_model {
   /// \brief The batch approximation at chunk position `p`: samples 0 … N−1 from one hidden
   /// state [d], decoded, counted and chosen on the backend (`choose_chunks`, ops/chunk_choice.hpp);
   /// only the K chosen ids cross to the host.
+  /// \param hidden      the hidden state [d] that feeds the head
+  /// \param p           the chunk position (names the random streams)
+  /// \param seed        the run's seed
+  /// \param N           head samples to draw and count
+  /// \param temperature T, with 1/T an integer
   /// \param order   how the candidates are listed before the choice
   /// \param noise   the head noise [N, noise_size], or empty for calm_noise(seed, p, 0, N)
   /// \param uniform the choice uniform in [0, 1), or null for chunk_choice_uniform(seed, p)
