@@ -1,7 +1,8 @@
 """Muninn's own PyTorch reference implementation of Huginn-0125 (recurrent-depth "Raven").
 
-Written from the project's notes (/work/shared/reference/huginn.md, cited below as "§n"),
-not copied from the upstream modelling file.  It is the oracle for the C++ golden tests and a
+Written from the Huginn-0125 paper and the behaviour of the released checkpoint and its
+modelling code as docs/inference.md and docs/architecture.md describe it, not copied from the upstream
+modelling file.  It is the oracle for the C++ golden tests and a
 small, readable model for demos and training experiments.
 
 Everything runs in float32.  Checkpoints in BF16/F16 are upcast to float32 on load, so the
@@ -22,7 +23,7 @@ Public API (kept stable, other scripts import it):
       .generate_adaptive(ids, max_new_tokens, num_steps, criterion, threshold, min_steps=0,
                          check_every=1, kv_budget=0, fallback="latest", warm=None, init="zero",
                          prefill="per-token", output="final")
-                                      (per-token exits, §4.2/§4.4/§5/§6.1; the prompt is fed one
+                                      (per-token exits; the prompt is fed one
                                       token per forward, or in lockstep with criterion "none")
       .forward_adaptive_token(token, cache, num_steps, ...)    (one such forward)
       .forward_adaptive_prompt(tokens, cache, num_steps, criterion, ...)  (prompt forward with exits)
@@ -34,16 +35,16 @@ Public API (kept stable, other scripts import it):
       .save_pretrained(dir, dtype=torch.float32, shards=1, include_freqs_cis=True,
                        duplicate_lm_head=True, omit_config_keys=())
       Huginn.from_pretrained(dir)
-    HuginnCache                       one KV slot per executed block call (§4.1, §4.2)
+    HuginnCache                       one KV slot per executed block call
     AdaptiveKVCache                   per-token KV for adaptive decoding: latest / none fallback,
-                                      kv_budget slot sharing (§4.2 latest-m4, §4.4 compress-s)
+                                      kv_budget slot sharing (latest-m4, compress-s)
     HaltTracker                       exit criteria kl, entropy-diff, latent-diff, argmax-stable,
-                                      cosine (§5.2)
+                                      cosine
     mix64 / counter_bits / derive_seed / truncated_normal_stream / counter_states
                                       Muninn's counter-based random numbers (include/muninn/core/random.hpp)
     compute_freqs_cis(head_dim, block_size, base)
     apply_rope(x, freqs), rms_norm(x, weight, eps)
-    sample_num_steps(mean_recurrence, mean_backprop_depth, generator)   (§7.1)
+    sample_num_steps(mean_recurrence, mean_backprop_depth, generator)
     load_safetensors_dir(dir) -> dict[name, tensor] (as stored, no upcast)
 """
 
@@ -89,7 +90,7 @@ BLOCK_CLASS_NAMES = {"sandwich": "SandwichBlock", "pre_norm": "PreNormBlock"}
 
 @dataclass
 class HuginnConfig:
-    """Run-time sizes of a Huginn model; field names follow the released config.json (§1)."""
+    """Run-time sizes of a Huginn model; field names follow the released config.json."""
 
     n_embd: int
     num_attention_heads: int
@@ -167,7 +168,7 @@ class HuginnConfig:
 
     @property
     def init_values(self) -> Dict[str, float]:
-        """Init stds of the "takase" strategy (§1 derived rows, §7.2)."""
+        """Init stds of the "takase" strategy."""
         std = math.sqrt(2.0 / (5.0 * self.n_embd))
         return {
             "std": std,
@@ -271,14 +272,14 @@ class HuginnConfig:
 # Elementary functions (module level so tests can swap them for deliberately wrong variants)
 # ----------------------------------------------------------------------------------------------
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSNorm_llama (§2.2): statistics in fp32, cast back to x.dtype, then the weight."""
+    """RMSNorm_llama: statistics in fp32, cast back to x.dtype, then the weight."""
     xf = x.float()
     y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     return y.to(x.dtype) * weight
 
 
 def compute_freqs_cis(head_dim: int, block_size: int, base: float) -> torch.Tensor:
-    """RoPE table [1, block_size, 1, head_dim/2, 2] (cos, sin), fp32 arithmetic as in §2.4."""
+    """RoPE table [1, block_size, 1, head_dim/2, 2] (cos, sin), fp32 arithmetic."""
     exps = torch.arange(0, head_dim, 2, dtype=torch.float32)[: head_dim // 2] / head_dim
     inv_freq = 1.0 / (float(base) ** exps)
     t = torch.arange(block_size, dtype=torch.float32)
@@ -293,7 +294,7 @@ def rope_inv_freq(head_dim: int, base: float) -> torch.Tensor:
 
 
 def apply_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
-    """Interleaved-pair rotation (§2.4). x [B,S,H,D], freqs [1,S,1,D/2,2]; computed in fp32."""
+    """Interleaved-pair rotation. x [B,S,H,D], freqs [1,S,1,D/2,2]; computed in fp32."""
     B, S, H, D = x.shape
     xp = x.float().reshape(B, S, H, D // 2, 2)
     xr, xi = xp[..., 0], xp[..., 1]
@@ -303,7 +304,7 @@ def apply_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
 
 
 def causal_mask(q_len: int, kv_len: int, device=None) -> Optional[torch.Tensor]:
-    """§2.3 mask rules. None means no mask; True entries may be attended.
+    """Mask rules. None means no mask; True entries may be attended.
 
     q_len == kv_len: standard causal. q_len < kv_len: bottom-right aligned causal (query i sits at
     kv position kv_len - q_len + i). q_len == 1 is the same rule and needs no mask at all.
@@ -335,7 +336,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 def sample_num_steps(
     mean_recurrence: int, mean_backprop_depth: int, generator: Optional[torch.Generator] = None
 ) -> Tuple[int, int]:
-    """Training depth sampler "poisson-lognormal-filling" (§7.1) -> (n_no_grad, k_grad)."""
+    """Training depth sampler "poisson-lognormal-filling" -> (n_no_grad, k_grad)."""
     t = max(mean_recurrence - mean_backprop_depth, 0)
     s = mean_backprop_depth
     sigma = 0.5
@@ -432,7 +433,7 @@ def counter_states(config: "HuginnConfig", seed: int, first_position: int, rows:
 # KV cache
 # ----------------------------------------------------------------------------------------------
 class HuginnCache:
-    """Dynamic KV cache with one slot per executed block call (§4.1, §4.2 "full"/"skip").
+    """Dynamic KV cache with one slot per executed block call ("full"/"skip").
 
     Slot ids: prelude block i -> i; core layer j at recurrence step s (0-based) ->
     n_prelude + n_core*s + j; coda block c -> -(c+1).  Each slot holds the K/V (after qk_bias and
@@ -496,8 +497,8 @@ class HuginnCache:
 
 
 # ----------------------------------------------------------------------------------------------
-# Token-by-token adaptive decoding: per-token KV with fallbacks (§4.2 latest-m4, §4.4 compress-s)
-# and exit criteria (§5)
+# Token-by-token adaptive decoding: per-token KV with fallbacks (latest-m4, compress-s)
+# and exit criteria
 # ----------------------------------------------------------------------------------------------
 KV_FALLBACKS = ("latest", "none")
 HALT_CRITERIA = ("none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine")
@@ -515,11 +516,11 @@ class AdaptiveKVCache:
 
     Slots are the logical slots of HuginnCache (prelude i -> i, core step s layer j -> P + C*s + j,
     coda c -> -(c+1)).  With kv_budget k > 0 a core slot is stored at its physical slot
-    P + C*(s % k) + j, so a later step overwrites an earlier one (compress-s{C*k}, §4.4).
+    P + C*(s % k) + j, so a later step overwrites an earlier one (compress-s{C*k}).
 
     A read at a core slot returns, for every earlier position p, the entry p wrote there.  If p
     never wrote it (p exited after e steps, e <= the physical step), then
-      fallback "latest": p's entry of its last step e-1, same layer j (latest-m4, §4.2);
+      fallback "latest": p's entry of its last step e-1, same layer j (latest-m4);
       fallback "none":   p is left out of the keys and values (skip).
     Prelude and coda slots exist for every position (coda entries are overwritten by each head
     run of that position; the last write wins).
@@ -615,7 +616,7 @@ class AdaptiveKVCache:
 
 
 class HaltTracker:
-    """One token's exit test (§5.2), values in float64 from the fp32 logits / states.
+    """One token's exit test, values in float64 from the fp32 logits / states.
 
     "Previous" values start as: uniform log-probabilities log(1/V) (kl), entropy 100
     (entropy-diff), argmax -1 with counter 0 (argmax-stable), the token's initial state
@@ -728,7 +729,7 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, S, self.n_heads, self.head_dim)
         k = k.view(B, S, self.n_kv_heads, self.head_dim)
         v = v.view(B, S, self.n_kv_heads, self.head_dim)
-        if self.qk_bias is not None:  # before RoPE, V untouched (§2.3)
+        if self.qk_bias is not None:  # before RoPE, V untouched
             q = q + self.qk_bias[0]
             k = k + self.qk_bias[1]
         q = apply_rope(q, freqs)
@@ -752,7 +753,7 @@ class GatedMLP(nn.Module):
 
 
 class SandwichBlock(nn.Module):
-    """x = n2(attn(n1(x)) + x); x = n4(mlp(n3(x)) + x)   (§2.1)."""
+    """x = n2(attn(n1(x)) + x); x = n4(mlp(n3(x)) + x)."""
 
     def __init__(self, cfg: HuginnConfig) -> None:
         super().__init__()
@@ -815,7 +816,7 @@ class Huginn(nn.Module):
         self.emb_scale = math.sqrt(cfg.n_embd)
         self.eval()
 
-    # -- pieces (§2.9) ---------------------------------------------------------------------------
+    # -- pieces ---------------------------------------------------------------------------
     def _freqs(self, position_offset: int, seq_len: int) -> torch.Tensor:
         if position_offset < 0 or position_offset + seq_len > self.config.block_size:
             raise ValueError(
@@ -835,7 +836,7 @@ class Huginn(nn.Module):
         self, e: torch.Tensor, init: str = "zero", generator: Optional[torch.Generator] = None,
         seed: int = 0, first_position: int = 0,
     ) -> torch.Tensor:
-        """Initial recurrent state: "zero", or "random"/"like-init" = trunc-normal (§2.6), or
+        """Initial recurrent state: "zero", or "random"/"like-init" = trunc-normal, or
         "muninn" = the same distribution from Muninn's counter-based stream `seed` (element i of
         position p = truncated_normal(seed, p*h + i, sd); e [1, n, h] holds positions
         first_position..), which the C++ state_init::truncated_normal reproduces exactly."""
@@ -862,7 +863,7 @@ class Huginn(nn.Module):
         """One recurrence: inject e into state x, then the core blocks (slots P + C*step + j)."""
         cfg = self.config
         if cfg.injection_type == "linear":
-            x = self.transformer["adapter"](torch.cat([x, e], dim=-1))  # state first (§2.7)
+            x = self.transformer["adapter"](torch.cat([x, e], dim=-1))  # state first
         else:
             x = x + e
         base = cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * step
@@ -875,7 +876,7 @@ class Huginn(nn.Module):
         x = self.transformer["ln_f"](x)
         for c, block in enumerate(self.transformer["coda"]):
             x = block(x, freqs, cache, -(c + 1))
-        x = self.transformer["ln_f"](x)  # the same ln_f again (§2)
+        x = self.transformer["ln_f"](x)  # the same ln_f again
         w = self.transformer["wte"].weight if self.lm_head is None else self.lm_head.weight
         return F.linear(x, w).float()
 
@@ -976,7 +977,7 @@ class Huginn(nn.Module):
         output: str = "final",
         seed: int = 0,
     ) -> Tuple[torch.Tensor, int, torch.Tensor, HaltTracker]:
-        """Feed ONE token at position cache.seen_tokens, with a per-token exit test (§5.1).
+        """Feed ONE token at position cache.seen_tokens, with a per-token exit test.
 
         x0: the initial state [1,1,h] (warm start); None means initialize_state(e, init).
         The check after step s (0-based) runs when s+1 < num_steps, s >= min_steps and
@@ -1095,7 +1096,7 @@ class Huginn(nn.Module):
         (physical slot s % kv_budget with a budget) and attends, under the causal mask, to the
         step-s entries of the earlier tokens of this call plus what the cache holds for the
         tokens before it.  Every token starts from initialize_state(e, init): there is no warm
-        start inside the call (huginn.md §6.1, "first call").
+        start inside the call ("first call").
         Returns (logits [n, V] fp32, final raw states [1, n, h], initial states [1, n, h]).
         """
         if num_steps < 1:
@@ -1527,7 +1528,7 @@ class Huginn(nn.Module):
     # -- init ------------------------------------------------------------------------------------
     @torch.no_grad()
     def init_weights(self, seed: int, golden: bool = False) -> None:
-        """"takase" init (§7.2): trunc-normal at +-3 sigma; out projections scaled; norms 1; qk_bias 0.
+        """"takase" init: trunc-normal at +-3 sigma; out projections scaled; norms 1; qk_bias 0.
 
         Both halves of mlp.fc use sigma, as the training code does (the HF _init_weights uses the
         out_proj std for the up half; irrelevant for inference).  golden=True additionally draws
@@ -1644,7 +1645,7 @@ class Huginn(nn.Module):
     def from_pretrained(cls, model_dir: str) -> "Huginn":
         """Load config.json + safetensors (single or sharded); all tensors upcast to float32.
 
-        A stored freqs_cis is used as is (bit-exactness, §2.4); otherwise the table is computed in
+        A stored freqs_cis is used as is (bit-exactness); otherwise the table is computed in
         fp32.  A stored duplicate lm_head.weight is ignored when embeddings are tied.
         """
         cfg = HuginnConfig.from_json(os.path.join(model_dir, "config.json"))

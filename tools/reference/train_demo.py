@@ -1,4 +1,4 @@
-"""Train, evaluate and export Muninn's embedded demo model (issue 5, docs/demo.md).
+"""Train, evaluate and export Muninn's embedded demo model (docs/demo.md).
 
 A small Huginn-architecture model (prelude / recurrent core / coda of sandwich blocks, concat
 adapter) learns a synthetic reasoning task whose answer can be checked exactly, with the paper's
