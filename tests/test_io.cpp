@@ -689,7 +689,7 @@ TEST_F(io_test, strip_prefix_renames_and_detects_collisions) {
 
 // ---------------------------------------------------------------------------------- config.json
 
-// A config.json as RavenConfig.save_pretrained writes it for huginn-0125 (values: reference/huginn.md §1).
+// A config.json as RavenConfig.save_pretrained writes it for huginn-0125 (the released model's values).
 const char* const huginn_0125_config = R"({
   "activation_checkpoint_impl": "per-iteration",
   "architecture_class_name": "RecurrentGPT",
@@ -914,7 +914,7 @@ TEST(huginn_names, released_model_shapes) {
   for (const auto& s : specs) by_name[s.name] = s.shape;
   ASSERT_EQ(by_name.size(), specs.size());
   using v = std::vector<std::int64_t>;
-  // Shapes as listed in reference/huginn.md §3.
+  // Shapes of the released checkpoint.
   EXPECT_EQ(by_name["transformer.wte.weight"], (v{65536, 5280}));
   EXPECT_EQ(by_name["transformer.adapter.weight"], (v{5280, 10560}));
   EXPECT_EQ(by_name["transformer.ln_f.weight"], (v{5280}));
@@ -940,7 +940,7 @@ TEST(huginn_names, released_model_shapes) {
     for (auto d : s.shape) n *= d;
     params += n;
   }
-  EXPECT_EQ(params + 65536LL * 5280, 3911006880LL);  // reference §3: values on the hub, duplicate head included
+  EXPECT_EQ(params + 65536LL * 5280, 3911006880LL);  // the count on the hub, duplicate head included
 }
 
 TEST(huginn_names, unsupported_configs) {

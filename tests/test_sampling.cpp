@@ -1,4 +1,4 @@
-// Tests of muninn::sampler against hand-computed distributions (reference/huginn.md §6.4).
+// Tests of muninn::sampler against hand-computed distributions (the released model's sampling rules).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -248,7 +248,7 @@ TEST(Tokenizer, ChatTemplateMatchesJinja) {
     ++n;
   }
   EXPECT_EQ(n, 10);
-  // Hand-written: the exact shape of reference/huginn.md §1.
+  // Hand-written: the exact shape of the released Huginn tokenizer.
   EXPECT_EQ(tokenizer::apply_chat_template({{"user", " Hi \n"}}, true),
             "<|begin_text|><|begin_header|>user<|end_header|>\n\nHi<|end_turn|>"
             "<|begin_header|>Huginn<|end_header|>\n\n");

@@ -272,7 +272,7 @@ def mutation_checks(model: H.Huginn, ids: torch.Tensor, steps: int, n1: int, log
     with torch.no_grad():
         results["one step fewer"] = model(ids, steps - 1) if steps > 1 else model(ids, steps + 1)
 
-    # Chunked prefill with a top-left aligned mask (the M0 bug, §2.3).
+    # Chunked prefill with a top-left aligned mask (a past bug).
     old = H.causal_mask
     H.causal_mask = _top_left_mask
     try:
@@ -685,7 +685,7 @@ def replay_position(model, spec, ids_fed, det, fed, t, n_prompt, fallback=None, 
 
 
 def check_halt_tracker(log) -> None:
-    """HaltTracker against the formulas of huginn.md §5.2, written with numpy on random sequences."""
+    """HaltTracker against the exit formulas of docs/inference.md, written with numpy on random sequences."""
     rng = np.random.default_rng(5)
     V, h = 50, 16
     for crit, thr in (("kl", 0.05), ("entropy-diff", 0.05), ("latent-diff", 0.5), ("cosine", 0.1),
@@ -1159,7 +1159,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
 
-    # RoPE table constants (§9): D=96, base 50000
+    # RoPE table constants of the released model: D=96, base 50000
     inv = H.rope_inv_freq(96, 50000.0)
     assert abs(float(inv[0]) - 1.0) < 1e-7
     assert abs(float(inv[1]) - 0.79818726) < 1e-7, float(inv[1])

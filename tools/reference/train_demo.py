@@ -3,8 +3,8 @@
 A small Huginn-architecture model (prelude / recurrent core / coda of sandwich blocks, concat
 adapter) learns a synthetic reasoning task whose answer can be checked exactly, with the paper's
 recipe: the recurrence depth of every optimizer step is drawn from the log-normal Poisson
-distribution (huginn.md §7.1), gradients flow only through the last k iterations (truncated
-backprop), and the initial recurrent state is random (§2.6).  More recurrence steps at test time
+distribution, gradients flow only through the last k iterations (truncated
+backprop), and the initial recurrent state is random.  More recurrence steps at test time
 then let the same weights solve longer problems.
 
 Shipped task "shell" (the shell game): a ball starts under one of three cups, then K = 1..24 swaps
