@@ -157,7 +157,9 @@ def test_client_disconnect_cancels_the_request(start_server, stream):
 
 
 def test_timeout_ends_a_request(start_server):
-    s = start_server(model_dir(HUGINN), "--timeout", "0.5")
+    # SLOW takes a few tenths of a second on an idle machine (61440 recurrence steps), so 20 ms
+    # cannot be met however fast the machine; 0.5 s was met on an idle one.
+    s = start_server(model_dir(HUGINN), "--timeout", "0.02")
     err = error_of(*post(s, "/v1/completions", SLOW)[::2], 504)
     assert err["type"] == "timeout_error"
     assert s.metrics('muninn_generations_total{reason="timeout"}') == 1
