@@ -2,7 +2,8 @@
 # "<target> <cuda|host> <file>", where cuda means that nvcc compiles part of it: one of its sources,
 # or of a library of the project it links (the front-end library's CUDA unit, say), is a .cu file,
 # or it links muninn::cuda. tools/cuda_build.sh reads it to find each binary of its run plan and
-# to check that the plan misses no CUDA executable.
+# to check that the plan misses no CUDA executable. A target with the property
+# MUNINN_NOT_FOR_GPU_RUN (a host program that links the front end's CUDA unit) is listed as host.
 
 function(_muninn_executables_in dir out_var)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
@@ -71,6 +72,11 @@ function(muninn_write_executable_list file)
   set(lines "")
   foreach(t IN LISTS targets)
     _muninn_uses_cuda(${t} uses_cuda)
+    # A host program that only links CUDA code (through the front end) opts out of the GPU run.
+    get_target_property(not_for_gpu ${t} MUNINN_NOT_FOR_GPU_RUN)
+    if(not_for_gpu)
+      set(uses_cuda OFF)
+    endif()
     set(kind host)
     if(uses_cuda)
       set(kind cuda)
