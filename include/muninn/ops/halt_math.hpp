@@ -18,7 +18,25 @@ enum class halt_rule_kind : std::int32_t {
   argmax_run,      ///< count consecutive equal arg-maxes; exit when the count reaches threshold
 };
 
+/// \brief How a Q head's two logits (q_halt, q_continue) decide a sample's halt (`q_halt_decide`).
+enum class q_halt_kind : std::int32_t {
+  never,         ///< never halts early (a fixed number of steps)
+  above,         ///< halts when q_halt > threshold (TRM with no_ACT_continue: threshold 0)
+  over_continue  ///< halts when q_halt > q_continue (HRM; TRM with no_ACT_continue false)
+};
+
 namespace detail {
+
+/// \brief One sample's Q-halt decision from its q_halt and q_continue logits (strict comparisons,
+/// in fp32, as the reference compares its fp32-cast q values).
+MUNINN_HOST_DEVICE MUNINN_INLINE bool q_halt_row(q_halt_kind kind, float q_halt, float q_continue, float threshold) {
+  switch (kind) {
+    case q_halt_kind::above: return q_halt > threshold;
+    case q_halt_kind::over_continue: return q_halt > q_continue;
+    case q_halt_kind::never: break;
+  }
+  return false;
+}
 
 /// \brief One row's decision; `prev_stat`, `prev_argmax` and `count` are its running state.
 MUNINN_HOST_DEVICE MUNINN_INLINE bool halt_decide_row(halt_rule_kind kind, float stat, std::int32_t argmax,

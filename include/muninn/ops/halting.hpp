@@ -65,4 +65,19 @@ inline void halt_decide(const host_backend& be, halt_rule_kind kind, const float
   }
 }
 
+/// \brief Decides each sample's Q halt from its Q-head logits: mask[r] = 1 when sample r halts
+/// (`detail::q_halt_row`). Only the mask needs to reach the host.
+/// \param be        the host backend
+/// \param q         Q-head logits [rows, 2]: q_halt, q_continue
+/// \param rows      samples
+/// \param kind      the rule
+/// \param threshold the bound of q_halt_kind::above
+/// \param mask      output [rows], 1 = halt
+inline void q_halt_decide(const host_backend& be, const float* q, std::int64_t rows, q_halt_kind kind, float threshold,
+                          std::uint8_t* mask) {
+  (void)be;
+  MUNINN_CHECK(rows >= 0, "q_halt_decide: negative rows ", rows);
+  for (std::int64_t r = 0; r < rows; ++r) mask[r] = detail::q_halt_row(kind, q[2 * r], q[2 * r + 1], threshold);
+}
+
 }  // namespace muninn

@@ -55,6 +55,15 @@ __global__ void __launch_bounds__(256) halt_decide_kernel(halt_rule_kind kind, c
   if (count) count[r] = c;
 }
 
+/// \brief One thread per sample: q_halt_row on its [q_halt, q_continue] pair.
+template <class T>
+__global__ void __launch_bounds__(256) q_halt_decide_kernel(const T* q, std::int64_t rows, q_halt_kind kind,
+                                                            float threshold, std::uint8_t* mask) {
+  const std::int64_t r = std::int64_t(blockIdx.x) * 256 + threadIdx.x;
+  if (r >= rows) return;
+  mask[r] = q_halt_row(kind, load(q + 2 * r), load(q + 2 * r + 1), threshold);
+}
+
 }  // namespace gpu
 }  // namespace detail
 
@@ -99,6 +108,19 @@ inline void halt_decide(const cuda_backend& be, halt_rule_kind kind, const float
   detail::gpu::halt_decide_kernel<<<unsigned((rows + 255) / 256), 256, 0, be.stream()>>>(
       kind, stat, argmax, prev_stat, prev_argmax, count, rows, threshold, mask);
   MUNINN_CUDA_CHECK_LAUNCH("halt_decide_kernel");
+}
+
+/// \brief q_halt_decide on the CUDA backend (ops/halting.hpp for the arguments; q is device
+/// memory in the compute type, mask device bytes).
+template <class T>
+void q_halt_decide(const cuda_backend& be, const T* q, std::int64_t rows, q_halt_kind kind, float threshold,
+                   std::uint8_t* mask) {
+  static_assert(detail::gpu::is_storage_v<T>, "q_halt_decide (CUDA): T must be float or muninn::bf16");
+  MUNINN_CHECK(rows >= 0, "q_halt_decide: negative rows ", rows);
+  if (rows == 0) return;
+  detail::gpu::q_halt_decide_kernel<T><<<unsigned((rows + 255) / 256), 256, 0, be.stream()>>>(q, rows, kind, threshold,
+                                                                                              mask);
+  MUNINN_CUDA_CHECK_LAUNCH("q_halt_decide_kernel");
 }
 
 }  // namespace muninn
