@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "muninn/core/error.hpp"
 #include "muninn/engine/kv_views.hpp"
 #include "muninn/engine/layer_dims.hpp"
 #include "muninn/engine/rows.hpp"
@@ -15,6 +16,7 @@
 #include "muninn/nn/norm.hpp"
 #include "muninn/nn/residual.hpp"
 #include "muninn/nn/swiglu.hpp"
+#include "muninn/nn/token_mixer.hpp"
 #include "muninn/ops/ops.hpp"
 
 namespace muninn::nn {
@@ -30,6 +32,8 @@ class layer_pass {
              const engine::active_rows& rows, const kv_views<T>& kv, const float* rope, const layer_scratch<T>& s)
       : be_(be), w_(w), d_(d), x_(x), rows_(rows), kv_(kv), rope_(rope), s_(s) {}
 
+  /// \brief The stack x itself (a post-norm block feeds it to its sublayers unnormalised).
+  const T* input() const { return x_; }
   /// \brief normed = RMSNorm_i(x); returns normed.
   const T* norm(int i) {
     norm_at(i)(be_, x_, s_.normed, rows_.size());
@@ -47,6 +51,20 @@ class layer_pass {
                       data_or_null(w_.mlp_proj_bias)};
     m(be_, in, rows_.size(), s_.proj, residual::none, s_.mlp_in, s_.mlp_act);
   }
+  /// \brief The token-mixing MLP in place on x: per run (every run one sample of the same length
+  /// S, stacked in order), t = xᵀ, t = RMSNorm_S(t + mlp_S(t)) weightless over the positions, x = tᵀ.
+  /// Scratch: normed holds t [rows, h]; mlp_in and mlp_act the MLP's [samples·h, 2·I_S] and
+  /// [samples·h, I_S], which the caller sizes (they may exceed the feature MLP's).
+  void token_mlp() {
+    const auto& runs = rows_.runs();
+    MUNINN_CHECK(!runs.empty() && w_.token_proj.size(), "token_mlp: the layer has no token-mixing weights");
+    const std::int64_t S = runs[0].n, Is = std::int64_t(w_.token_proj.size()) / S;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      MUNINN_CHECK(runs[i].n == S && runs[i].row0 == std::int64_t(i) * S,
+                   "token_mlp: every sample must be one run of the same length, stacked in order");
+    const token_mixer<T> mix{{w_.token_fc.data(), w_.token_proj.data(), S, Is}, {nullptr, S, d_.eps}};
+    mix(be_, x_, std::int64_t(runs.size()), S, d_.h, s_.normed, s_.mlp_in, s_.mlp_act);
+  }
   /// \brief x = RMSNorm_i(proj + x) (Huginn's sandwich re-normalises the residual stream).
   void add_norm(int i) { norm_at(i).add(be_, s_.proj, x_, rows_.size()); }
   /// \brief x = x + proj (pre-norm residual).
@@ -56,7 +74,8 @@ class layer_pass {
 
  private:
   static const T* data_or_null(const typename Backend::template buffer<T>& b) { return b.size() ? b.data() : nullptr; }
-  rms_norm<T> norm_at(int i) const { return rms_norm<T>{w_.norm[i].data(), d_.h, d_.eps}; }
+  // A layer that stores no weight for norm i (TRM / HRM's post-norm) normalises without one.
+  rms_norm<T> norm_at(int i) const { return rms_norm<T>{data_or_null(w_.norm[i]), d_.h, d_.eps}; }
 
   const Backend& be_;
   const layer_weights<Backend, T>& w_;

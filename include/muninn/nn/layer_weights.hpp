@@ -19,6 +19,8 @@ struct layer_weights {
   buffer o_bias;    ///< [h] output-projection bias (Llama `attention_bias`; empty otherwise)
   buffer fc_bias;   ///< [2·I] gate; up biases (Llama `mlp_bias`; empty otherwise)
   buffer mlp_proj_bias;  ///< [h] down-projection bias (Llama `mlp_bias`; empty otherwise)
+  buffer token_fc;       ///< [2·I_S, S] token-mixing MLP gate; up over the S positions (TRM `mlp_t`; empty otherwise)
+  buffer token_proj;     ///< [S, I_S] token-mixing MLP down projection (TRM `mlp_t`; empty otherwise)
 };
 
 }  // namespace muninn

@@ -5,7 +5,8 @@
 /// Concept BlockPolicy: `slot` = slot::block, `name`, `num_norms` (RMSNorm weights per layer), and
 /// `template <class Layer> static void forward(Layer& l)` written with the sublayer verbs of
 /// `nn::layer_pass`: `l.norm(i)` → normed input, `l.attention(in)`, `l.mlp(in)` → projection,
-/// `l.add_norm(i)` (x = norm_i(proj + x)), `l.add_residual()` (x += proj).
+/// `l.add_norm(i)` (x = norm_i(proj + x)), `l.add_residual()` (x += proj), `l.input()` (x itself,
+/// for post-norm blocks), `l.token_mlp()` (the token-mixing MLP with its own post-norm, in place).
 
 #include "muninn/policies/detect.hpp"
 
@@ -39,6 +40,39 @@ struct pre_norm {
     l.add_residual();
     l.mlp(l.norm(1));
     l.add_residual();
+  }
+};
+
+/// \brief Post-norm block: `x = n1(x + attn(x)); x = n2(x + mlp(x))`. A layer that stores no
+/// norm weights normalises without them (TRM / HRM's weightless RMSNorm); the attention is whatever
+/// the call's KV views say (TRM / HRM: bidirectional, no cache).
+struct post_norm {
+  using slot = muninn::slot::block;                 ///< fills the Block slot
+  static constexpr int num_norms = 2;               ///< RMSNorms per layer (weightless when not stored)
+  static constexpr const char* name = "post_norm";  ///< spelling used in messages and config checks
+  /// \brief One layer on the stack bound to `l`.
+  template <class Layer>
+  static void forward(Layer& l) {
+    l.attention(l.input());
+    l.add_norm(0);
+    l.mlp(l.input());
+    l.add_norm(1);
+  }
+};
+
+/// \brief Post-norm block whose sequence mixer is the token-mixing MLP instead of attention (TRM's
+/// `mlp_t`): `x = mix_S(x)` (an MLP across the positions with its own post-norm over them), then
+/// `x = n2(x + mlp(x))`.
+struct post_norm_token_mlp {
+  using slot = muninn::slot::block;                           ///< fills the Block slot
+  static constexpr int num_norms = 2;                         ///< RMSNorms per layer (weightless when not stored)
+  static constexpr const char* name = "post_norm_token_mlp";  ///< spelling used in messages and config checks
+  /// \brief One layer on the stack bound to `l`.
+  template <class Layer>
+  static void forward(Layer& l) {
+    l.token_mlp();
+    l.mlp(l.input());
+    l.add_norm(1);
   }
 };
 

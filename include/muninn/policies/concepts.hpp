@@ -32,6 +32,8 @@ struct layer_archetype {
   void mlp(const float*);
   void add_norm(int);
   void add_residual();
+  const float* input() const;
+  void token_mlp();
 };
 struct pass_archetype {
   float* e();

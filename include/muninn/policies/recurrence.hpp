@@ -79,5 +79,34 @@ struct mixture {
   static void readout(Pass&, T*) {}
 };
 
+/// \brief TRM / HRM: two state streams, z_H (the answer y) and z_L (the latent z), carried from one
+/// supervision step to the next; one call is one supervision step. The core is the net that
+/// updates z_L (TRM: both streams); a model with coda layers (HRM) updates z_H with them.
+///
+/// The pass provides `input()` (x), `high()`, `low()` (the streams), `high_cycles()` (T),
+/// `low_cycles()` (n), `inject(state, a[, b])` (the InjectionPolicy adds a (+ b) to the state),
+/// `run_layers(group, state)` and `emit(state)` (the heads on z_H).
+struct two_stream {
+  using slot = muninn::slot::recurrence;             ///< fills the Recurrence slot
+  static constexpr const char* name = "two_stream";  ///< spelling used in messages
+  /// \brief One supervision step; reads as the paper's pseudocode.
+  template <class Pass>
+  static void run(Pass& p) {
+    const layer_group high_net = p.model().layers(layer_group::coda).empty() ? layer_group::core : layer_group::coda;
+    for (std::int64_t t = 0; t < p.high_cycles(); ++t) {
+      for (std::int64_t i = 0; i < p.low_cycles(); ++i) {
+        p.inject(p.low(), p.high(), p.input());     // z_L = z_L + z_H + x
+        p.run_layers(layer_group::core, p.low());   // z_L = L_net(z_L)
+      }
+      p.inject(p.high(), p.low());                  // z_H = z_H + z_L   (no x)
+      p.run_layers(high_net, p.high());             // z_H = H_net(z_H)  (TRM: the same net)
+    }
+    p.emit(p.high());                               // logits from z_H, q from z_H at position 0
+  }
+  /// \brief Nothing between the streams and the heads.
+  template <class Pass, class T>
+  static void readout(Pass&, T*) {}
+};
+
 }  // namespace recurrence
 }  // namespace muninn
