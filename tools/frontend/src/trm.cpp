@@ -24,7 +24,7 @@ struct threshold_halt {
   std::int64_t steps = 0;
   float threshold = 0;
   std::int64_t max_steps(const trm_config& c) const { return steps > 0 ? steps : c.halt_max_steps; }
-  bool stop(const trm_config&, float q_halt_logit, float) const { return q_halt_logit > threshold; }
+  q_halt_rule rule(const trm_config&) const { return {q_halt_kind::above, threshold}; }
 };
 
 class trm_loaded final : public loaded_model, public trm_extras {
@@ -69,7 +69,6 @@ class trm_loaded final : public loaded_model, public trm_extras {
         fail_as(error_kind::usage, "trm solve: puzzle identifier ", ids[i], " of puzzle ", i,
                 " is outside the puzzle table [0, ", c.num_puzzle_identifiers, ")");
     const auto step = [&](std::int64_t s, const std::vector<std::int64_t>& samples, const trm_step_output& o) {
-      if (!on_step) return;
       trm_step_view v;
       v.step = s;
       v.samples = &samples;
@@ -77,13 +76,17 @@ class trm_loaded final : public loaded_model, public trm_extras {
       v.q_halt = &o.q_halt;
       on_step(v);
     };
+    // Without a step callback only the halt bytes leave the backend until a puzzle stops.
+    const auto run = [&](const auto& policy) {
+      return on_step ? m_.solve(inputs, ids, policy, step) : m_.solve(inputs, ids, policy);
+    };
     trm_result r;
     if (!halt.learned)
-      r = m_.solve(inputs, ids, trm_halting::fixed{halt.max_steps}, step);
+      r = run(trm_halting::fixed{halt.max_steps});
     else if (halt.use_threshold)
-      r = m_.solve(inputs, ids, threshold_halt{halt.max_steps, float(halt.threshold)}, step);
+      r = run(threshold_halt{halt.max_steps, float(halt.threshold)});
     else
-      r = m_.solve(inputs, ids, trm_halting::q_halt{halt.max_steps}, step);
+      r = run(trm_halting::q_halt{halt.max_steps});
     return {std::move(r.steps), std::move(r.preds), std::move(r.logits)};
   }
 

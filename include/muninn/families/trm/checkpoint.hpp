@@ -171,6 +171,7 @@ inline trm_files open_trm(const std::string& path, const trm_load_options& optio
   MUNINN_CHECK(c.arch == trm_arch::hrm || !f.weights.has("H_level.layers.0.mlp.down_proj.weight"), f.step_file,
                ": holds an H_level (an HRM checkpoint) but ", c.source, " names a TRM model");
   validate_tensor_specs(f.weights, trm_tensor_specs(c), c.source, trm_arch_name(c.arch));
+  f.config.fill_stack_sizes();
   return f;
 }
 

@@ -42,10 +42,13 @@ enum class trm_halt_rule {
 };
 
 /// \brief A TRM / HRM model's settings, named as in the reference's config classes.
-struct trm_config {
+///
+/// It is also the FamilyPolicy's config of `trm_arch`: the model_config fields (the layer stack's
+/// sizes: the core is the L net, the coda HRM's H net) are derived from these by
+/// `fill_stack_sizes`, which io::open_trm calls. `vocab_size` and `source` are model_config's.
+struct trm_config : model_config {
   trm_arch arch = trm_arch::trm;       ///< from `arch.name`
   std::int64_t seq_len = 0;            ///< grid tokens (dataset.json)
-  std::int64_t vocab_size = 0;         ///< tokens (dataset.json)
   std::int64_t num_puzzle_identifiers = 0;  ///< rows of the puzzle table (dataset.json)
   std::int64_t hidden_size = 0;        ///< D
   std::int64_t num_heads = 0;          ///< attention heads (key/value heads are the same)
@@ -64,11 +67,10 @@ struct trm_config {
   bool mlp_t = false;                  ///< TRM: the token-mixing variant instead of attention
   std::int64_t puzzle_emb_len = 16;    ///< TRM: prefix positions (0: ceil(ndim / D))
   bool no_ACT_continue = true;         ///< TRM: halt on q_halt > 0 alone
-  std::string source;                  ///< the file the arch settings came from
   std::string sizes_source;            ///< the file the sizes came from (or "given")
 
-  /// \brief D / num_heads.
-  std::int64_t head_dim() const { return hidden_size / num_heads; }
+  /// \brief D / num_heads (model_config::head_dim once fill_stack_sizes ran).
+  std::int64_t head_width() const { return hidden_size / num_heads; }
   /// \brief Puzzle-embedding positions in front of the grid: TRM's puzzle_emb_len unless 0, else
   /// (and always for HRM) ceil(puzzle_emb_ndim / D).
   std::int64_t prefix_len() const {
@@ -89,6 +91,25 @@ struct trm_config {
   }
   /// \brief Net calls per supervision step: H_cycles · (L_cycles + 1).
   std::int64_t net_calls_per_step() const { return H_cycles * (L_cycles + 1); }
+  /// \brief Sets the model_config fields from the TRM settings: hidden size, heads (key/value
+  /// heads the same), the feature SwiGLU width, the L net as the core and HRM's H net as the coda,
+  /// the RMSNorm epsilon and RoPE base, S as the block size, an untied head.
+  void fill_stack_sizes() {
+    model_type = arch == trm_arch::hrm ? "hrm" : "trm";
+    n_embd = hidden_size;
+    n_heads = n_kv_heads = num_heads;
+    head_dim = num_heads > 0 ? head_width() : 0;
+    intermediate_size = swiglu_inter(hidden_size);
+    n_layers_in_prelude = 0;
+    n_layers_in_recurrent_block = L_layers;
+    n_layers_in_coda = arch == trm_arch::hrm ? H_layers : 0;
+    mean_recurrence = H_cycles;
+    block_size = total_len();
+    norm_eps = rms_norm_eps;
+    rope_base = rope_theta;
+    qk_bias = false;
+    tie_embeddings = false;
+  }
 };
 
 /// \brief "trm" or "hrm".
@@ -127,8 +148,8 @@ inline void check_trm_config(const trm_config& c, const std::string& path) {
   in("num_heads", c.num_heads, 1, c.hidden_size);
   MUNINN_CHECK(c.hidden_size % c.num_heads == 0, path, ": hidden_size ", c.hidden_size,
                " is not a multiple of num_heads ", c.num_heads);
-  MUNINN_CHECK(c.pos_encodings != "rope" || c.head_dim() % 2 == 0, path, ": RoPE needs an even head_dim, got ",
-               c.head_dim());
+  MUNINN_CHECK(c.pos_encodings != "rope" || c.head_width() % 2 == 0, path, ": RoPE needs an even head_dim, got ",
+               c.head_width());
   float_setting(c.expansion, 0, 64, true, path, "arch.expansion");
   in("H_cycles", c.H_cycles, 1, 1 << 16);
   in("L_cycles", c.L_cycles, 1, 1 << 16);

@@ -1,21 +1,27 @@
 #pragma once
 /// \file
 /// \brief `trm_model<Backend, T>`: a Tiny Recursive Model (attention or token-mixing variant) or a
-/// Hierarchical Reasoning Model, loaded from a run as the reference saves it, with its carried
-/// per-sample state and the supervision loop (families/trm/halting.hpp for when a sample stops).
+/// Hierarchical Reasoning Model, loaded from a run as the reference saves it — a
+/// `model<Backend, T, trm_attention_arch>` (`trm_mlp_arch` for mlp_t) with the carried per-sample state and
+/// the supervision loop (families/trm/halting.hpp for when a sample stops).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "muninn/core/error.hpp"
 #include "muninn/engine/transfer.hpp"
+#include "muninn/families/trm/arch.hpp"
 #include "muninn/families/trm/checkpoint.hpp"
 #include "muninn/families/trm/halting.hpp"
-#include "muninn/families/trm/layers.hpp"
+#include "muninn/families/trm/pass.hpp"
+#include "muninn/model/model.hpp"
+#include "muninn/policies/detect.hpp"
 
 namespace muninn {
 
@@ -67,16 +73,29 @@ inline std::vector<std::int32_t> trm_argmax(const float* x, std::int64_t rows, s
   return out;
 }
 
+namespace detail {
+template <class H>
+using trm_rule_t = decltype(std::declval<const H&>().rule(std::declval<const trm_config&>()));
+/// \brief solve() without a per-step callback: nothing but the halt bytes leaves the backend
+/// before a sample stops.
+struct trm_no_step_callback {};
+}  // namespace detail
+
 /// \brief A TRM or HRM model on a backend.
 ///
-/// One supervision step recomputes nothing but the recursion: x (token embedding · √D behind the
-/// puzzle prefix) is built once per sample, z_H and z_L start from H_init / L_init and are
-/// carried; each step runs trm_recursion and the heads (logits from z_H without the prefix, q from
-/// z_H at position 0). Samples never interact, so a batch is the samples' rows stacked.
+/// A thin wrapper over `model<Backend, T, trm_attention_arch>` (`trm_mlp_arch` for an mlp_t run): the model
+/// holds the config and weights; this class adds what a batch of puzzles needs — the carried
+/// streams, the supervision loop, the halting decision and compaction. One supervision step runs
+/// `recurrence::two_stream` through `trm_pass`: x (token embedding · √D behind the puzzle prefix)
+/// is built once per sample, z_H and z_L start from H_init / L_init and are carried; the heads
+/// give logits from z_H without the prefix and q from z_H at position 0. Samples never interact,
+/// so a batch is the samples' rows stacked.
 template <class Backend, class T = float>
 class trm_model {
  public:
-  using carry_type = trm_carry<Backend, T>;  ///< a batch in flight
+  using carry_type = trm_carry<Backend, T>;             ///< a batch in flight
+  using attention_model = model<Backend, T, trm_attention_arch>;  ///< TRM (attention) and HRM
+  using token_mlp_model = model<Backend, T, trm_mlp_arch>;  ///< TRM's mlp_t variant
 
   /// \brief Loads a run: `path` is its folder (the newest step_N is taken) or a step file.
   static trm_model load(const std::string& path, const trm_load_options& options = {}, Backend be = Backend{}) {
@@ -85,69 +104,72 @@ class trm_model {
 
   /// \brief Builds the model from an opened run; the checkpoint is kept for the puzzle table.
   trm_model(Backend be, io::trm_files f)
-      : be_(be), cfg_(std::move(f.config)), ck_(std::move(f.weights)), step_file_(std::move(f.step_file)),
-        w_(load_trm_weights<Backend, T>(be_, ck_, cfg_)) {}
+      : be_(be), ck_(std::move(f.weights)), step_file_(std::move(f.step_file)), m_(make(be, f.config, ck_)),
+        monitor_(be_, 0) {}
 
   /// \brief Settings.
-  const trm_config& config() const { return cfg_; }
+  const trm_config& config() const { return visit([](const auto& m) -> const trm_config& { return m.config(); }); }
   /// \brief The backend.
   const Backend& backend() const { return be_; }
   /// \brief The checkpoint file.
   const std::string& step_file() const { return step_file_; }
   /// \brief Parameters (the puzzle table not counted: it is a buffer in the reference).
-  std::int64_t parameter_count() const { return w_.parameter_count; }
+  std::int64_t parameter_count() const { return weights().parameter_count; }
   /// \brief Rows of the puzzle table.
   std::int64_t puzzle_table_rows() const { return ck_.get("puzzle_emb.weights").shape.at(0); }
+  /// \brief The parameters.
+  const trm_weights<Backend, T>& weights() const {
+    return visit([](const auto& m) -> const trm_weights<Backend, T>& { return m.weights(); });
+  }
+  /// \brief Calls f with the underlying `model<Backend, T, Arch>` (attention_model or token_mlp_model).
+  template <class F>
+  decltype(auto) visit(F&& f) const { return std::visit(std::forward<F>(f), m_); }
 
   /// \brief Starts a batch: `inputs` [B, seq_len] tokens and `puzzle_identifiers` [B]; every
   /// sample at (H_init, L_init) with 0 steps.
   /// \throws muninn::error naming the value for a length that is not B·seq_len, a token outside
   ///         the vocabulary, or an identifier outside the puzzle table
   carry_type start(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& puzzle_identifiers) {
-    const std::int64_t B = std::int64_t(puzzle_identifiers.size()), L = cfg_.seq_len;
+    const trm_config& cfg = config();
+    const std::int64_t B = std::int64_t(puzzle_identifiers.size()), L = cfg.seq_len;
     MUNINN_CHECK(B > 0, "trm: an empty batch");
     MUNINN_CHECK(std::int64_t(inputs.size()) == B * L, "trm: ", inputs.size(), " input tokens for ", B,
                  " puzzles, but the model's puzzles have seq_len ", L, " tokens (", B * L, " expected)");
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      MUNINN_CHECK(inputs[i] >= 0 && inputs[i] < cfg_.vocab_size, "trm: token ", inputs[i], " of puzzle ",
+      MUNINN_CHECK(inputs[i] >= 0 && inputs[i] < cfg.vocab_size, "trm: token ", inputs[i], " of puzzle ",
                    i / std::size_t(L), " (position ", i % std::size_t(L), ") is outside the vocabulary [0, ",
-                   cfg_.vocab_size, ")");
+                   cfg.vocab_size, ")");
     const std::vector<float> x = embed(inputs, puzzle_identifiers);
-    const std::size_t rows = std::size_t(B * cfg_.total_len());
+    const std::int64_t rows = B * cfg.total_len(), D = cfg.hidden_size;
     carry_type c;
     for (auto* b : {&c.zH, &c.zL, &c.x, &c.spare}) *b = be_.template alloc<T>(x.size());
     c.idx = be_.template alloc<std::int32_t>(std::size_t(B));
     engine::upload_floats(be_, c.x.data(), x.data(), std::int64_t(x.size()));
-    engine::upload_floats(be_, c.zH.data(), broadcast(w_.H_init, rows).data(), std::int64_t(x.size()));
-    engine::upload_floats(be_, c.zL.data(), broadcast(w_.L_init, rows).data(), std::int64_t(x.size()));
+    // The StateInit slot (state_init::given): the stored initial states broadcast over the positions.
+    const auto init = [&](T* dst, const std::vector<float>& row) {
+      const std::vector<float> given = broadcast(row, std::size_t(rows));
+      trm_attention_arch::state_init_policy::fill(state_init_args<Backend, T>{be_, dst, rows, D, 0, 0, given.data(), cfg});
+    };
+    init(c.zH.data(), weights().H_init);
+    init(c.zL.data(), weights().L_init);
     c.sample.resize(std::size_t(B));
     for (std::int64_t i = 0; i < B; ++i) c.sample[std::size_t(i)] = i;
     c.steps.assign(std::size_t(B), 0);
-    ws_.reserve(be_, cfg_, B);
+    ws_.reserve(be_, cfg, B);
+    if (B > monitor_capacity_) {
+      monitor_ = q_halt_monitor<Backend, T>(be_, B);
+      monitor_capacity_ = B;
+    }
     return c;
   }
 
-  /// \brief One supervision step for every active sample of `c`; returns their outputs.
+  /// \brief One supervision step for every active sample of `c`; returns their outputs (logits
+  /// and q values downloaded: the caller asked for them).
   trm_step_output step(carry_type& c) {
-    const std::int64_t n = c.active(), S = cfg_.total_len(), L = cfg_.seq_len, V = cfg_.vocab_size,
-                       P = cfg_.prefix_len();
     trm_step_output out;
-    if (n == 0) return out;
-    trm_recursion(be_, cfg_, w_, c.zH.data(), c.zL.data(), static_cast<const T*>(c.x.data()), n, ws_);
-    trm_heads(be_, cfg_, w_, static_cast<const T*>(c.zH.data()), n, ws_);
-    std::vector<float> all(std::size_t(n * S * V)), q(std::size_t(n * 2));
-    engine::download_floats(be_, static_cast<const T*>(ws_.logits.data()), std::int64_t(all.size()), all.data());
-    engine::download_floats(be_, static_cast<const T*>(ws_.q_halt.data()), std::int64_t(q.size()), q.data());
-    out.logits.resize(std::size_t(n * L * V));
-    for (std::int64_t b = 0; b < n; ++b)
-      std::copy_n(all.begin() + (b * S + P) * V, L * V, out.logits.begin() + b * L * V);
-    out.q_halt.resize(std::size_t(n));
-    out.q_continue.resize(std::size_t(n));
-    for (std::int64_t b = 0; b < n; ++b) {
-      out.q_halt[std::size_t(b)] = q[std::size_t(2 * b)];
-      out.q_continue[std::size_t(b)] = q[std::size_t(2 * b + 1)];
-      ++c.steps[std::size_t(c.sample[std::size_t(b)])];
-    }
+    if (c.active() == 0) return out;
+    advance(c);
+    download_outputs(c.active(), out);
     return out;
   }
 
@@ -162,7 +184,7 @@ class trm_model {
     if (rows.size() == keep.size()) return;
     c.sample = std::move(sample);
     if (rows.empty()) return;
-    const std::int64_t width = cfg_.total_len() * cfg_.hidden_size, n = std::int64_t(rows.size());
+    const std::int64_t width = config().total_len() * config().hidden_size, n = std::int64_t(rows.size());
     be_.upload(c.idx.data(), rows.data(), rows.size());
     for (auto* b : {&c.zH, &c.zL, &c.x}) {
       gather_rows(be_, static_cast<const T*>(b->data()), width, static_cast<const std::int32_t*>(c.idx.data()), n,
@@ -172,14 +194,21 @@ class trm_model {
   }
 
   /// \brief Runs a batch to the end under a halting policy (trm_halting::fixed or q_halt).
+  ///
+  /// A policy with `rule()` is decided on the backend: per step only a byte per sample reaches
+  /// the host, and a sample's logits and q values are downloaded once, at the step it stops.
+  /// `on_step` asks for every step's outputs, so they are downloaded each step.
   /// \param inputs   [B, seq_len] tokens
   /// \param puzzle_identifiers [B] rows of the puzzle table
   /// \param policy   when a sample stops
-  /// \param on_step  called after every step as on_step(step, active samples, outputs) (optional)
+  /// \param on_step  called after every step as on_step(step, active samples, outputs)
   template <class Halting, class OnStep>
   trm_result solve(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& puzzle_identifiers,
                    const Halting& policy, OnStep&& on_step) {
-    const std::int64_t N = policy.max_steps(cfg_), L = cfg_.seq_len, V = cfg_.vocab_size;
+    constexpr bool on_device = muninn::detail::detected_v<Halting, muninn::detail::trm_rule_t>;
+    constexpr bool callback = !std::is_same_v<std::decay_t<OnStep>, muninn::detail::trm_no_step_callback>;
+    const trm_config& cfg = config();
+    const std::int64_t N = policy.max_steps(cfg), L = cfg.seq_len, V = cfg.vocab_size;
     MUNINN_CHECK(N >= 1, "trm: the number of supervision steps must be at least 1, got ", N);
     carry_type c = start(inputs, puzzle_identifiers);
     trm_result r;
@@ -189,17 +218,24 @@ class trm_model {
     r.logits.resize(std::size_t(r.batch * L * V));
     r.q_halt.resize(std::size_t(r.batch));
     r.q_continue.resize(std::size_t(r.batch));
+    std::vector<std::uint8_t> halt;
     for (std::int64_t s = 1; s <= N && c.active() > 0; ++s) {
-      const trm_step_output o = step(c);
-      on_step(s, static_cast<const std::vector<std::int64_t>&>(c.sample), o);
-      std::vector<std::uint8_t> keep(c.sample.size(), 1);
-      for (std::size_t i = 0; i < c.sample.size(); ++i) {
-        const std::size_t b = std::size_t(c.sample[i]);
-        std::copy_n(o.logits.begin() + std::int64_t(i) * L * V, L * V, r.logits.begin() + std::int64_t(b) * L * V);
-        r.q_halt[b] = o.q_halt[i];
-        r.q_continue[b] = o.q_continue[i];
-        keep[i] = !(s == N || policy.stop(cfg_, o.q_halt[i], o.q_continue[i]));
+      const std::int64_t n = c.active();
+      advance(c);
+      trm_step_output o;  // every output of this step, only when someone reads them on the host
+      if (callback || !on_device) download_outputs(n, o);
+      if constexpr (on_device) {
+        const q_halt_rule rule = policy.rule(cfg);
+        monitor_.decide(static_cast<const T*>(ws_.q_halt.data()), n, rule.kind, rule.threshold, halt);
+      } else {
+        halt.assign(std::size_t(n), 0);
+        for (std::int64_t i = 0; i < n; ++i)
+          halt[std::size_t(i)] = policy.stop(cfg, o.q_halt[std::size_t(i)], o.q_continue[std::size_t(i)]);
       }
+      if constexpr (callback) on_step(s, static_cast<const std::vector<std::int64_t>&>(c.sample), o);
+      std::vector<std::uint8_t> keep(std::size_t(n), 1);
+      for (std::size_t i = 0; i < std::size_t(n); ++i) keep[i] = !(s == N || halt[i]);
+      record(c, keep, o, r);
       retain(c, keep);
     }
     r.steps = c.steps;
@@ -211,28 +247,89 @@ class trm_model {
   template <class Halting>
   trm_result solve(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& puzzle_identifiers,
                    const Halting& policy) {
-    return solve(inputs, puzzle_identifiers, policy, [](std::int64_t, const std::vector<std::int64_t>&,
-                                                         const trm_step_output&) {});
+    return solve(inputs, puzzle_identifiers, policy, muninn::detail::trm_no_step_callback{});
   }
 
  private:
+  using models = std::variant<attention_model, token_mlp_model>;
+
+  static models make(const Backend& be, const trm_config& cfg, const io::checkpoint& ck) {
+    trm_weights<Backend, T> w = load_trm_weights<Backend, T>(be, ck, cfg);
+    if (cfg.mlp_t) return models(std::in_place_index<1>, be, cfg, std::move(w));
+    return models(std::in_place_index<0>, be, cfg, std::move(w));
+  }
+
+  // One supervision step on the active samples: the streams advance, the heads' logits and q
+  // stay in the workspace.
+  void advance(carry_type& c) {
+    const std::int64_t n = c.active();
+    visit([&](const auto& m) {
+      trm_pass<std::decay_t<decltype(m)>> p(m, ws_, c.zH.data(), c.zL.data(), static_cast<const T*>(c.x.data()), n);
+      p.run();
+    });
+    for (const std::int64_t b : c.sample) ++c.steps[std::size_t(b)];
+  }
+
+  // The n active samples' logits (prefix dropped) and q values of the last step, to the host.
+  void download_outputs(std::int64_t n, trm_step_output& out) const {
+    const trm_config& cfg = config();
+    const std::int64_t S = cfg.total_len(), L = cfg.seq_len, V = cfg.vocab_size, P = cfg.prefix_len();
+    std::vector<float> all(std::size_t(n * S * V)), q(std::size_t(n * 2));
+    engine::download_floats(be_, static_cast<const T*>(ws_.logits.data()), std::int64_t(all.size()), all.data());
+    engine::download_floats(be_, static_cast<const T*>(ws_.q_halt.data()), std::int64_t(q.size()), q.data());
+    out.logits.resize(std::size_t(n * L * V));
+    for (std::int64_t b = 0; b < n; ++b)
+      std::copy_n(all.begin() + (b * S + P) * V, L * V, out.logits.begin() + b * L * V);
+    out.q_halt.resize(std::size_t(n));
+    out.q_continue.resize(std::size_t(n));
+    for (std::int64_t b = 0; b < n; ++b) {
+      out.q_halt[std::size_t(b)] = q[std::size_t(2 * b)];
+      out.q_continue[std::size_t(b)] = q[std::size_t(2 * b + 1)];
+    }
+  }
+
+  // The outputs of the samples that stop now (keep[i] == 0) into r: from `o` when this step's
+  // outputs are on the host already, else downloaded for those samples alone.
+  void record(const carry_type& c, const std::vector<std::uint8_t>& keep, const trm_step_output& o, trm_result& r) const {
+    const trm_config& cfg = config();
+    const std::int64_t S = cfg.total_len(), L = cfg.seq_len, V = cfg.vocab_size, P = cfg.prefix_len();
+    std::vector<float> q(2);
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+      if (keep[i]) continue;
+      const std::size_t b = std::size_t(c.sample[i]);
+      float* dst = r.logits.data() + std::int64_t(b) * L * V;
+      if (!o.q_halt.empty()) {
+        std::copy_n(o.logits.begin() + std::int64_t(i) * L * V, L * V, dst);
+        r.q_halt[b] = o.q_halt[i];
+        r.q_continue[b] = o.q_continue[i];
+        continue;
+      }
+      engine::download_floats(be_, static_cast<const T*>(ws_.logits.data()) + (std::int64_t(i) * S + P) * V, L * V, dst);
+      engine::download_floats(be_, static_cast<const T*>(ws_.q_halt.data()) + 2 * std::int64_t(i), 2, q.data());
+      r.q_halt[b] = q[0];
+      r.q_continue[b] = q[1];
+    }
+  }
+
   // x [B, S, D] on the host: the puzzle row zero-padded over the prefix positions, the token
-  // embeddings, (learned positions: 0.707106781·(e + pos)), all times √D.
+  // embeddings, (learned positions: 0.707106781·(e + pos)), all times the InputPolicy's scale (√D).
   std::vector<float> embed(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& ids) const {
-    const std::int64_t B = std::int64_t(ids.size()), S = cfg_.total_len(), D = cfg_.hidden_size,
-                       L = cfg_.seq_len, P = cfg_.prefix_len(), nd = cfg_.puzzle_emb_ndim;
+    const trm_config& cfg = config();
+    const trm_weights<Backend, T>& w = weights();
+    const std::int64_t B = std::int64_t(ids.size()), S = cfg.total_len(), D = cfg.hidden_size, L = cfg.seq_len,
+                       P = cfg.prefix_len(), nd = cfg.puzzle_emb_ndim;
     std::vector<float> rows;
     trm_puzzle_rows(ck_, ids, rows);
     std::vector<float> x(std::size_t(B * S * D), 0.0f);
-    const float scale = float(std::sqrt(double(D)));
+    const float scale = trm_attention_arch::input_policy::scale(D);
     for (std::int64_t b = 0; b < B; ++b) {
       float* xb = x.data() + b * S * D;
       std::copy_n(rows.begin() + b * nd, nd, xb);
       for (std::int64_t t = 0; t < L; ++t)
-        std::copy_n(w_.embed_tokens.begin() + std::int64_t(inputs[std::size_t(b * L + t)]) * D, D, xb + (P + t) * D);
+        std::copy_n(w.embed_tokens.begin() + std::int64_t(inputs[std::size_t(b * L + t)]) * D, D, xb + (P + t) * D);
       for (std::int64_t i = 0; i < S * D; ++i) {
         float e = xb[i];
-        if (!w_.embed_pos.empty()) e = 0.707106781f * (e + w_.embed_pos[std::size_t(i)]);
+        if (!w.embed_pos.empty()) e = 0.707106781f * (e + w.embed_pos[std::size_t(i)]);
         xb[i] = scale * e;
       }
     }
@@ -246,11 +343,12 @@ class trm_model {
   }
 
   Backend be_;
-  trm_config cfg_;
   io::checkpoint ck_;
   std::string step_file_;
-  trm_weights<Backend, T> w_;
+  models m_;
   trm_workspace<Backend, T> ws_;
+  q_halt_monitor<Backend, T> monitor_;
+  std::int64_t monitor_capacity_ = 0;
 };
 
 }  // namespace muninn

@@ -19,54 +19,43 @@
 
 namespace muninn {
 
-/// \brief One post-norm block: a sequence mixer (attention, or the token-mixing SwiGLU) and the
-/// feature SwiGLU.
+/// \brief All parameters of a TRM / HRM model but the puzzle table: the FamilyPolicy's weights of
+/// `trm_arch`.
+///
+/// The layer stack is model_weights': `core` is the L net (TRM: the one net of both updates),
+/// `coda` HRM's H net (empty for TRM); `lm_head` the untied head; `rope` the table over all S
+/// positions, prefix included. A layer stores no norm weights (the post-norm is weightless); the
+/// attention variant fills `wqkv` (q heads, k heads, v heads) and `attn_proj`, the `mlp_t` variant
+/// `token_fc` and `token_proj` instead; both fill `fc` (gate; up) and `mlp_proj`.
 template <class Backend, class T>
-struct trm_layer_weights {
-  typename Backend::template buffer<T> qkv;          ///< [3D, D]: q heads, k heads, v heads (attention)
-  typename Backend::template buffer<T> o;            ///< [D, D] (attention)
-  typename Backend::template buffer<T> mix_gate_up;  ///< [2·I_S, S]: gate, then up (mlp_t)
-  typename Backend::template buffer<T> mix_down;     ///< [S, I_S] (mlp_t)
-  typename Backend::template buffer<T> gate_up;      ///< [2·I, D]: gate, then up
-  typename Backend::template buffer<T> down;         ///< [D, I]
-};
-
-/// \brief All parameters of a TRM / HRM model but the puzzle table.
-template <class Backend, class T>
-struct trm_weights {
+struct trm_weights : model_weights<Backend, T> {
   using buffer = typename Backend::template buffer<T>;  ///< storage on the backend
-  std::vector<trm_layer_weights<Backend, T>> L_level;  ///< the net of both TRM updates; HRM's L net
-  std::vector<trm_layer_weights<Backend, T>> H_level;  ///< HRM's H net (empty for TRM)
-  buffer lm_head;                                 ///< [V, D]
   buffer q_w;                                     ///< [2, D]: halt, continue
   buffer q_b;                                     ///< [2]
-  typename Backend::template buffer<float> rope;  ///< [S][head_dim/2][2] over all positions, prefix included
   std::vector<float> H_init;                      ///< [D] initial z_H (host)
   std::vector<float> L_init;                      ///< [D] initial z_L (host)
   std::vector<float> embed_tokens;                ///< [V, D] (host)
   std::vector<float> embed_pos;                   ///< [S, D] with learned positions, else empty (host)
-  std::int64_t parameter_count = 0;               ///< parameters (buffers and the puzzle table not counted)
 };
 
 namespace detail {
 
 template <class Backend, class T>
-std::vector<trm_layer_weights<Backend, T>> load_trm_level(const Backend& be, const io::checkpoint& ck,
-                                                          const trm_config& c, const std::string& level,
-                                                          std::int64_t layers, std::int64_t* cnt) {
-  std::vector<trm_layer_weights<Backend, T>> out;
+std::vector<layer_weights<Backend, T>> load_trm_level(const Backend& be, const io::checkpoint& ck, const trm_config& c,
+                                                     const std::string& level, std::int64_t layers, std::int64_t* cnt) {
+  std::vector<layer_weights<Backend, T>> out;
   for (std::int64_t i = 0; i < layers; ++i) {
     const std::string p = level + ".layers." + std::to_string(i) + ".";
-    trm_layer_weights<Backend, T> w;
+    layer_weights<Backend, T> w;
     if (c.mlp_t) {
-      w.mix_gate_up = load_tensor<Backend, T>(be, ck, p + "mlp_t.gate_up_proj.weight", cnt);
-      w.mix_down = load_tensor<Backend, T>(be, ck, p + "mlp_t.down_proj.weight", cnt);
+      w.token_fc = load_tensor<Backend, T>(be, ck, p + "mlp_t.gate_up_proj.weight", cnt);
+      w.token_proj = load_tensor<Backend, T>(be, ck, p + "mlp_t.down_proj.weight", cnt);
     } else {
-      w.qkv = load_tensor<Backend, T>(be, ck, p + "self_attn.qkv_proj.weight", cnt);
-      w.o = load_tensor<Backend, T>(be, ck, p + "self_attn.o_proj.weight", cnt);
+      w.wqkv = load_tensor<Backend, T>(be, ck, p + "self_attn.qkv_proj.weight", cnt);
+      w.attn_proj = load_tensor<Backend, T>(be, ck, p + "self_attn.o_proj.weight", cnt);
     }
-    w.gate_up = load_tensor<Backend, T>(be, ck, p + "mlp.gate_up_proj.weight", cnt);
-    w.down = load_tensor<Backend, T>(be, ck, p + "mlp.down_proj.weight", cnt);
+    w.fc = load_tensor<Backend, T>(be, ck, p + "mlp.gate_up_proj.weight", cnt);
+    w.mlp_proj = load_tensor<Backend, T>(be, ck, p + "mlp.down_proj.weight", cnt);
     out.push_back(std::move(w));
   }
   return out;
@@ -79,8 +68,8 @@ template <class Backend, class T>
 trm_weights<Backend, T> load_trm_weights(const Backend& be, const io::checkpoint& ck, const trm_config& c) {
   trm_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
-  w.L_level = detail::load_trm_level<Backend, T>(be, ck, c, "L_level", c.L_layers, cnt);
-  if (c.arch == trm_arch::hrm) w.H_level = detail::load_trm_level<Backend, T>(be, ck, c, "H_level", c.H_layers, cnt);
+  w.core = detail::load_trm_level<Backend, T>(be, ck, c, "L_level", c.L_layers, cnt);
+  if (c.arch == trm_arch::hrm) w.coda = detail::load_trm_level<Backend, T>(be, ck, c, "H_level", c.H_layers, cnt);
   w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);
   w.q_w = detail::load_tensor<Backend, T>(be, ck, "q_head.weight", cnt);
   w.q_b = detail::load_tensor<Backend, T>(be, ck, "q_head.bias", cnt);
@@ -93,7 +82,7 @@ trm_weights<Backend, T> load_trm_weights(const Backend& be, const io::checkpoint
     *cnt += std::int64_t(w.embed_pos.size());
   }
   if (c.pos_encodings == "rope") {
-    const std::vector<float> table = make_rope_table(c.head_dim(), c.total_len(), c.rope_theta);
+    const std::vector<float> table = make_rope_table(c.head_width(), c.total_len(), c.rope_theta);
     w.rope = be.template alloc<float>(table.size());
     be.upload(w.rope.data(), table.data(), table.size());
   }
