@@ -5,6 +5,7 @@
 // the newest step_N) and every bad input as one line naming the value or file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -103,7 +104,76 @@ TEST_P(TrmFixture, BatchOfOneEqualsTheBatch) {
   }
 }
 
+// A rule decided on the host from every step's downloaded q values (a policy with stop() only).
+struct host_rule {
+  q_halt_rule r;
+  std::int64_t max_steps(const trm_config& c) const { return c.halt_max_steps; }
+  bool stop(const trm_config&, float qh, float qc) const {
+    return r.kind == q_halt_kind::above ? qh > r.threshold : r.kind == q_halt_kind::over_continue ? qh > qc : false;
+  }
+};
+// The same rule decided on the backend (a policy with rule()).
+struct device_rule {
+  q_halt_rule r;
+  std::int64_t max_steps(const trm_config& c) const { return c.halt_max_steps; }
+  q_halt_rule rule(const trm_config&) const { return r; }
+};
+
+TEST_P(TrmFixture, BackendHaltingEqualsTheRuleOnHostFloats) {
+  // The backend's decision (only a byte per sample downloaded) stops every sample at the step the
+  // rule on the downloaded q values stops it, with the same outputs; a step callback (which makes
+  // every step's outputs download) changes nothing either.
+  const trm_case c(GetParam());
+  trm m = trm::load(c.folder());
+  const trm_result free_run = m.solve(c.inputs, c.ids, trm_halting::fixed{});
+  std::vector<float> q = free_run.q_halt;  // a threshold inside the samples' q_halt range halts some, not all
+  std::sort(q.begin(), q.end());
+  const float mid = 0.5f * (q[1] + q[2]);
+  for (const q_halt_rule r : {q_halt_rule{q_halt_kind::over_continue, 0.0f}, q_halt_rule{q_halt_kind::above, 0.0f},
+                              q_halt_rule{q_halt_kind::above, mid}}) {
+    const trm_result host = m.solve(c.inputs, c.ids, host_rule{r});
+    const trm_result dev = m.solve(c.inputs, c.ids, device_rule{r});
+    std::int64_t steps_seen = 0;
+    const trm_result with_cb = m.solve(c.inputs, c.ids, device_rule{r},
+                                       [&](std::int64_t, const std::vector<std::int64_t>&, const trm_step_output& o) {
+                                         steps_seen += std::int64_t(o.q_halt.size());
+                                       });
+    const std::string what = std::string("rule ") + std::to_string(int(r.kind)) + " at " + std::to_string(r.threshold);
+    EXPECT_EQ(dev.steps, host.steps) << what;
+    EXPECT_EQ(dev.logits, host.logits) << what;
+    EXPECT_EQ(dev.q_halt, host.q_halt) << what;
+    EXPECT_EQ(dev.q_continue, host.q_continue) << what;
+    EXPECT_EQ(with_cb.steps, dev.steps) << what;
+    EXPECT_EQ(with_cb.logits, dev.logits) << what;
+    std::int64_t total = 0;
+    for (auto s : dev.steps) total += s;
+    EXPECT_EQ(steps_seen, total) << what;  // the callback saw each active sample once per step
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, TrmFixture, ::testing::Values("trm_att_f32", "trm_mlpt_f32", "hrm_f32"));
+
+// ---- the slots
+
+TEST(TrmArch, AModelOfTheArchLoadsARunAndRefusesTheOtherMixer) {
+  using att_model = model<host_backend, float, trm_attention_arch>;
+  using mlp_model = model<host_backend, float, trm_mlp_arch>;
+  const trm_case att("trm_att_f32"), mlp("trm_mlpt_f32"), hrm("hrm_f32");
+  EXPECT_EQ(att_model::load(att.folder()).parameter_count(), trm::load(att.folder()).parameter_count());
+  EXPECT_EQ(mlp_model::load(mlp.folder()).parameter_count(), trm::load(mlp.folder()).parameter_count());
+  const att_model h = att_model::load(hrm.folder());  // HRM: the H net is the coda
+  EXPECT_EQ(std::int64_t(h.layers(layer_group::coda).size()), h.config().H_layers);
+  EXPECT_EQ(std::int64_t(h.layers(layer_group::core).size()), h.config().L_layers);
+  std::string msg = muninn_test::error_of([&] { att_model::load(mlp.folder()); });
+  EXPECT_NE(msg.find("mixes tokens with an MLP (mlp_t) but the model was compiled with block::post_norm (use "
+                     "trm_mlp_arch)"),
+            std::string::npos)
+      << msg;
+  msg = muninn_test::error_of([&] { mlp_model::load(att.folder()); });
+  EXPECT_NE(msg.find("uses attention but the model was compiled with block::post_norm_token_mlp (use trm_attention_arch)"),
+            std::string::npos)
+      << msg;
+}
 
 TEST(TrmBf16, HostFp32RunMatchesTheReferenceFp32Run) {
   const trm_case c("trm_att_bf16");
@@ -290,6 +360,22 @@ TEST(TrmHalting, MoreStepsThanTrainingAndEveryPolicyStopsAtItsMaximum) {
   EXPECT_EQ(m.solve(c.inputs, c.ids, trm_halting::fixed{40}).steps, std::vector<std::int32_t>(4, 40));
   const trm_result q = m.solve(c.inputs, c.ids, trm_halting::q_halt{3});
   for (auto s : q.steps) EXPECT_LE(s, 3);
+}
+
+TEST(TrmOps, QHaltDecideIsStrictAndReadsBothLogits) {
+  host_backend be;
+  // (q_halt, q_continue) pairs: above / at / below 0, and above / at / below q_continue
+  const std::vector<float> q = {0.5f, 1.0f, 0.0f, -1.0f, -0.25f, -0.5f, 2.0f, 2.0f, 1.5f, 0.25f, -3.0f, 4.0f};
+  const std::int64_t n = std::int64_t(q.size() / 2);
+  std::vector<std::uint8_t> mask(std::size_t(n), 7);
+  const auto run = [&](q_halt_kind k, float t) {
+    q_halt_decide(be, q.data(), n, k, t, mask.data());
+    return mask;
+  };
+  EXPECT_EQ(run(q_halt_kind::above, 0.0f), (std::vector<std::uint8_t>{1, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(run(q_halt_kind::above, 1.5f), (std::vector<std::uint8_t>{0, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(run(q_halt_kind::over_continue, 0.0f), (std::vector<std::uint8_t>{0, 1, 1, 0, 1, 0}));
+  EXPECT_EQ(run(q_halt_kind::never, 0.0f), (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0}));
 }
 
 TEST(TrmOps, TransposeBatched) {

@@ -78,4 +78,24 @@ TEST(CudaTrmOps, TransposeBatchedMatchesTheHost) {
   EXPECT_EQ(got, want);
 }
 
+TEST(CudaTrmOps, QHaltDecideMatchesTheHost) {
+  if (!cuda_backend::available()) GTEST_SKIP() << "no CUDA device (" << muninn_test::no_cuda_device_reason() << ")";
+  const cuda_backend be = cuda_backend::create(0);
+  const std::int64_t n = 1000;  // several blocks of the kernel
+  auto q = muninn_test::random_vec(std::size_t(2 * n), 9);
+  q[0] = 0.0f;                   // exactly at the threshold: does not halt
+  q[2] = q[3] = 0.5f;            // q_halt == q_continue: does not halt
+  auto dq = be.alloc<float>(q.size());
+  auto dmask = be.alloc<std::uint8_t>(std::size_t(n));
+  be.upload(dq.data(), q.data(), q.size());
+  for (const q_halt_kind k : {q_halt_kind::above, q_halt_kind::over_continue}) {
+    std::vector<std::uint8_t> want(std::size_t(n)), got(std::size_t(n));
+    q_halt_decide(host_backend{}, q.data(), n, k, 0.0f, want.data());
+    q_halt_decide(be, static_cast<const float*>(dq.data()), n, k, 0.0f, dmask.data());
+    be.download(got.data(), dmask.data(), got.size());
+    be.synchronize();
+    EXPECT_EQ(got, want) << int(k);
+  }
+}
+
 }  // namespace
