@@ -89,7 +89,7 @@ TEST(CudaTrmOps, QHaltDecideMatchesTheHost) {
   auto dmask = be.alloc<std::uint8_t>(std::size_t(n));
   be.upload(dq.data(), q.data(), q.size());
   for (const q_halt_kind k : {q_halt_kind::above, q_halt_kind::over_continue}) {
-    std::vector<std::uint8_t> want(std::size_t(n)), got(std::size_t(n));
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n));
     q_halt_decide(host_backend{}, q.data(), n, k, 0.0f, want.data());
     q_halt_decide(be, static_cast<const float*>(dq.data()), n, k, 0.0f, dmask.data());
     be.download(got.data(), dmask.data(), got.size());

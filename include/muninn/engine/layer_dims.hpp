@@ -32,6 +32,9 @@ struct layer_scratch {
   T* mlp_act;  ///< [rows, I]
   T* k_tmp;    ///< [rows, Hkv·D]: new keys of a multi-run stack before they go to each cache
   T* v_tmp;    ///< [rows, Hkv·D]
+  /// \brief [rows, (H + 2·Hkv)·D], or null. When set and a call has no cache (keys and values stay
+  /// in scratch), attention projects q, k and v with one GEMM into it, as the fused weight is stored.
+  T* qkv = nullptr;
 };
 
 }  // namespace muninn

@@ -52,31 +52,38 @@ struct attention_mixer {
                       const engine::active_rows& rows, const kv_views<T>& kv, const float* rope,
                       const layer_scratch<T>& s, T* out, residual r) {
     MUNINN_CHECK(rope || !w.qk_bias, "attention: a q/k bias is added by the RoPE step, and there is no RoPE table");
-    project(be, w, d, in, rows, kv, s);
     const std::int64_t qd = d.q_dim(), kvd = d.kv_dim();
+    // No cache: q, k and v all stay in scratch, so one GEMM against the fused weight can write
+    // them side by side (rows of width qd + 2·kvd); else q alone, k and v to where the cache says.
+    const bool fused = s.qkv && kv.write.empty() && !kv.no_new_kv;
+    const std::int64_t ldq = fused ? qd + 2 * kvd : qd, ldk = fused ? ldq : kvd;
+    if (fused)
+      project_fused(be, w, d, in, rows.size(), s.qkv);
+    else
+      project(be, w, d, in, rows, kv, s);
     const float scale = 1.0f / std::sqrt(float(d.head_dim));
     const auto& runs = rows.runs();
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const engine::row_run& g = runs[i];
-      T* q = s.q + g.row0 * qd;
+      T* q = (fused ? s.qkv : s.q) + g.row0 * ldq;
       if (rope) {
-        Rope::apply(be, q, g.n, qd, d.n_heads, d.head_dim, w.qk_bias, rope, g.pos0);
+        Rope::apply(be, q, g.n, ldq, d.n_heads, d.head_dim, w.qk_bias, rope, g.pos0);
         if (!kv.no_new_kv)
-          Rope::apply(be, new_keys(kv, s, rows, i, kvd), g.n, kvd, d.n_kv_heads, d.head_dim,
+          Rope::apply(be, fused ? q + qd : new_keys(kv, s, rows, i, kvd), g.n, ldk, d.n_kv_heads, d.head_dim,
                       w.qk_bias ? w.qk_bias + qd : nullptr, rope, g.pos0);
       }
-      const kv_read<T> k = keys_of(kv, s, rows, i, kvd);
+      const kv_read<T> k = fused ? kv_read<T>{q + qd, q + qd + kvd, g.n} : keys_of(kv, s, rows, i, kvd);
       T* o = s.attn + g.row0 * qd;
       if (k.k_pos) {
         MUNINN_CHECK(kv.row_pos != nullptr, "a KV read with key positions needs the rows' positions");
-        detail::attention_op(be, q, qd, k.k, k.v, kvd, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale,
+        detail::attention_op(be, q, ldq, k.k, k.v, ldk, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale,
                              attn_mask::causal, kv.row_pos + g.row0, k.k_pos);
       } else if (kv.mask == attn_mask::full) {
-        detail::attention_op(be, q, qd, k.k, k.v, kvd, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale,
+        detail::attention_op(be, q, ldq, k.k, k.v, ldk, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale,
                              attn_mask::full, static_cast<const std::int32_t*>(nullptr),
                              static_cast<const std::int32_t*>(nullptr));
       } else {
-        detail::attention_op(be, q, qd, k.k, k.v, kvd, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale);
+        detail::attention_op(be, q, ldq, k.k, k.v, ldk, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale);
       }
     }
     gemm_nt(be, rows.size(), d.h, qd, 1.0f, s.attn, qd, w.o, qd, r == residual::add ? 1.0f : 0.0f, out, d.h);
@@ -104,6 +111,14 @@ struct attention_mixer {
     if (kv.write.empty()) return kv_read<T>{s.k_tmp + g.row0 * kvd, s.v_tmp + g.row0 * kvd, g.n};
     if (kv.read) return kv.read(i, g);
     return kv_read<T>{kv.write[i].k, kv.write[i].v, write_row(kv, rows, i) + g.n};
+  }
+  // q, k and v of all rows with one GEMM into qkv [n, qd + 2·kvd] (a call without a cache).
+  template <class Backend, class T>
+  static void project_fused(const Backend& be, const attention_params<T>& w, const layer_dims& d, const T* in,
+                            std::int64_t n, T* qkv) {
+    const std::int64_t h = d.h, qd = d.q_dim(), kvd = d.kv_dim(), ld = qd + 2 * kvd;
+    gemm_nt(be, n, ld, h, 1.0f, in, h, w.wqkv, h, 0.0f, qkv, ld);
+    if (w.v_bias) add_bias_rows(be, qkv + qd + kvd, ld, w.v_bias, n, kvd);
   }
   // q for all rows; k and v straight into the cache when one run, else through k_tmp / v_tmp
   // (which, without a cache, is where they stay).

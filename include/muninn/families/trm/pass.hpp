@@ -29,9 +29,7 @@ struct trm_workspace {
   using buffer = typename Backend::template buffer<T>;  ///< storage on the backend
   std::int64_t capacity = 0;  ///< samples the buffers hold
   buffer normed;   ///< [n·S, D]: the transposed state of the token-mixing MLP (mlp_t)
-  buffer q;        ///< [n·S, D]: attention queries
-  buffer k;        ///< [n·S, D]: attention keys
-  buffer v;        ///< [n·S, D]: attention values
+  buffer qkv;      ///< [n·S, 3D]: attention queries, keys and values of a row side by side (one fused GEMM)
   buffer attn;     ///< [n·S, D]: attention output before its projection
   buffer proj;     ///< [n·S, D]: a sublayer's output before its residual and norm
   buffer gu;       ///< [n·S, 2I], or [n·D, 2·I_S] for mlp_t if larger
@@ -48,7 +46,8 @@ struct trm_workspace {
     const auto I = std::size_t(c.swiglu_inter(c.hidden_size));
     const auto Is = c.mlp_t ? std::size_t(c.swiglu_inter(c.total_len())) : 0;
     if (!c.mlp_t) {
-      for (buffer* b : {&q, &k, &v, &attn}) *b = be.template alloc<T>(N * S * D);
+      qkv = be.template alloc<T>(N * S * 3 * D);
+      attn = be.template alloc<T>(N * S * D);
     } else {
       normed = be.template alloc<T>(N * D * S);
     }
@@ -70,7 +69,7 @@ struct trm_workspace {
   }
   /// \brief The scratch of a layer call.
   layer_scratch<T> scratch() {
-    return {normed.data(), q.data(), attn.data(), proj.data(), gu.data(), act.data(), k.data(), v.data()};
+    return {normed.data(), nullptr, attn.data(), proj.data(), gu.data(), act.data(), nullptr, nullptr, qkv.data()};
   }
 };
 
