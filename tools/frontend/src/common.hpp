@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "muninn/backend/host.hpp"
 #include "muninn/frontend/model.hpp"
 #include "muninn/frontend/registry.hpp"
 
@@ -95,6 +96,14 @@ inline device_choice device_of(const option_values& o) {
   if (d.cuda) fail_as(error_kind::usage, "this muninn was built without CUDA (configure with -DMUNINN_ENABLE_CUDA=ON)");
 #endif
   return d;
+}
+
+/// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`
+/// batch-invariant (the server's default), else each row count's fastest kernel.
+inline host_backend host_backend_of(const option_values& o) {
+  host_backend be;
+  be.batch_invariant = find_option(o.op(), "kernels") && o.choice("kernels") == "batch-invariant";
+  return be;
 }
 
 #if defined(MUNINN_FRONTEND_CUDA)
