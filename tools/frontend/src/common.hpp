@@ -92,6 +92,9 @@ inline device_choice device_of(const option_values& o) {
   if (d.bf16 && !d.cuda)
     fail_as(error_kind::usage, o.spelled("dtype"), " bf16 needs ", o.spelled("device"),
             " cuda (the host backend computes in fp32)");
+  if (d.cuda && o.has("kernels"))
+    fail_as(error_kind::usage, o.spelled("kernels"), " chooses host kernels; with ", o.spelled("device"),
+            " cuda, cuBLAS picks its own (batch invariance is not offered there)");
 #if !defined(MUNINN_FRONTEND_CUDA)
   if (d.cuda) fail_as(error_kind::usage, "this muninn was built without CUDA (configure with -DMUNINN_ENABLE_CUDA=ON)");
 #endif
