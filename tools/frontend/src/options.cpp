@@ -266,7 +266,7 @@ std::vector<option_spec> solve_options() {
 
 std::vector<option_spec> ae_options() { return {ae_option()}; }
 
-std::vector<option_spec> tokenize_options() { return {}; }
+std::vector<option_spec> tokenize_options() { return {config_option(), ae_option()}; }
 
 std::vector<option_spec> load_options() {
   return {device_option(), dtype_option(), kernels_option(), config_option(), ae_option()};
