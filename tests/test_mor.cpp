@@ -509,6 +509,34 @@ TEST(DepthwiseBatching, EachRowAsAlone) {
   }
 }
 
+// Depth-wise batching over recursions whose copies differ: rows at different recursions run
+// different stored layers, grouped by copy within each step; every sequence still gets what it
+// gets alone (which the reference-logit tests above pin to the saved weights).
+TEST(DepthwiseBatching, UntiedCopiesEachRowAsAlone) {
+  for (const char* name : {"expert_cycle_attn", "expert_sequence_attn", "expert_mcyc_attn", "expert_mseq_attn",
+                           "expert_mcyc_attn_kvshare"}) {
+    SCOPED_TRACE(name);
+    const auto m = model<host_backend, float, mor_expert_arch>::load(untied_dir + name);
+    const std::vector<std::vector<std::int32_t>> prompts = {{18, 13, 2, 11, 25}, {3, 24, 7, 19, 27}, {5}, {9, 9, 9, 1},
+                                                            {30, 2, 31}};
+    generate_options o;
+    o.max_new_tokens = 9;
+    for (const std::int64_t batch : {2, 8}) {
+      depthwise_options d;
+      d.max_batch = batch;
+      d.flush_at = batch > 2 ? 2 : 1;
+      depthwise_stats st;
+      const auto got = generate_depthwise(m, prompts, o, d, &st);
+      for (std::size_t r = 0; r < prompts.size(); ++r) {
+        const auto alone = generate(m, prompts[r], o);
+        EXPECT_EQ(got[r].tokens, alone.tokens) << "row " << r << ", max_batch " << batch;
+        EXPECT_EQ(got[r].steps, alone.steps) << "row " << r << ", max_batch " << batch;
+      }
+      EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared steps";
+    }
+  }
+}
+
 // ------------------------------------------------------------------------- the trained demo model
 
 // The shipped MoR trained by tools/reference/train_mor.py: on 200 held-out sequences Muninn makes
