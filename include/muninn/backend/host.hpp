@@ -92,6 +92,13 @@ struct host_backend {
   /// `OMP_NUM_THREADS`, else the cores this process may use).
   int num_threads = 0;
 
+  /// \brief Batch-invariant kernels: every GEMM sums each output element in one order fixed by K
+  /// alone, whatever the number of rows in the call, so a row's results do not depend on which
+  /// other rows share its call. Continuous batching needs it for a request to produce the same
+  /// tokens in a batch as alone; it costs prefill speed (docs/performance.md, "Batch-invariant
+  /// kernels"). Off: each row count gets its fastest kernel.
+  bool batch_invariant = false;
+
   /// \brief Human-readable name for logs and benchmark contexts.
   static const char* name() { return "host"; }
 
