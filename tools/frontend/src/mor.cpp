@@ -2,20 +2,34 @@
 // routers on a Llama (the reference's MoRLlamaForCausalLM checkpoints).
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "lm_batch.hpp"
 #include "slot_batch.hpp"
 #include "muninn/families/mor/arch.hpp"
+#include "muninn/families/mor/copies.hpp"
 #include "muninn/families/mor/family.hpp"
 #include "muninn/runtime/depthwise_batching.hpp"
 
 namespace muninn::frontend {
 namespace {
 
-// Llama's lines, the routers and the sharing; the per-recursion copies of the block are not
-// unique parameters.
-detail::lm_structure structure(const mor_config& cfg) {
+// How the recursions hold the block: one copy for all, or which parts each recursion stores apart.
+std::string block_copies(const recursion_copies& c) {
+  std::ostringstream os;
+  if (c.tied()) {
+    os << "one copy, shared by all " << c.recursions << " recursions";
+    return os.str();
+  }
+  os << "as stored per recursion; distinct copies of " << c.recursions * c.block << " stored:";
+  for (std::size_t p = 0; p < c.parts.size(); ++p) os << (p ? ", " : " ") << c.parts[p].label << " " << c.distinct(p);
+  return os.str();
+}
+
+// Llama's lines, the routers, the sharing and the block's copies; a recursion's stored copy that
+// equals one stored before it is not a unique parameter (it shares that one's memory).
+detail::lm_structure structure(const mor_config& cfg, const io::checkpoint& ck) {
   detail::lm_structure s = detail::llama_structure(cfg);
   const mor_settings& m = cfg.mor;
   std::ostringstream routing, sharing;
@@ -26,12 +40,11 @@ detail::lm_structure structure(const mor_config& cfg) {
   }
   sharing << m.sharing << ", " << m.recursions << " recursions of a " << cfg.n_layers_in_recurrent_block << "-layer block"
           << (m.kv_sharing ? ", recursive KV sharing" : "");
-  s.more = {{"routing", routing.str()}, {"sharing", sharing.str()}};
-  s.is_copy = [names = io::mor_names(cfg), cfg](const std::string& tensor) {
-    for (std::int64_t r = 1; r < cfg.mor.recursions; ++r)
-      for (std::int64_t l = 0; l < cfg.n_layers_in_recurrent_block; ++l)
-        if (tensor.rfind(names.block(r, l) + ".", 0) == 0) return true;
-    return false;
+  const recursion_copies copies = find_recursion_copies(ck, cfg);
+  s.more = {{"routing", routing.str()}, {"sharing", sharing.str()}, {"block copies", block_copies(copies)}};
+  const std::vector<std::string> shared = shared_copy_tensors(copies, cfg);
+  s.is_copy = [set = std::set<std::string>(shared.begin(), shared.end())](const std::string& tensor) {
+    return set.count(tensor) > 0;
   };
   return s;
 }
@@ -170,7 +183,7 @@ std::unique_ptr<loaded_model> mor_family::load(const model_folder& f, const opti
   mor_config cfg = as_kind(error_kind::config, [&] { return io::read_mor_config(f.dir, f.mor_yaml); });
   const io::checkpoint ck = as_kind(error_kind::checkpoint, [&] { return io::open_mor_checkpoint(f.dir, cfg); });
   detail::lm_extras x;
-  x.info = detail::lm_info(detail::lm_kind::mor, name, display, f, cfg, structure(cfg), ck, io::mor_tensor_specs(cfg));
+  x.info = detail::lm_info(detail::lm_kind::mor, name, display, f, cfg, structure(cfg, ck), ck, io::mor_tensor_specs(cfg));
   detail::read_text_files(f, x);
   x.add_special = true;
   const host_backend be = detail::host_backend_of(o);
