@@ -180,8 +180,17 @@ def test_concurrent_requests_get_what_they_get_alone(start_server, model, extra)
     want = [alone.completions.create(**b).choices[0].text for b in bodies]
     s = start_server(model_dir(model), "--max-batch", "8")
     c = client(s)
-    with ThreadPoolExecutor(len(bodies)) as pool:
-        got = list(pool.map(lambda b: c.completions.create(**b).choices[0].text, bodies))
-    assert got == want
-    assert s.metrics("muninn_generated_tokens_total") == sum(30 + 4 * i for i in range(8))
-    assert s.metrics("muninn_scheduler_steps_total") < one.metrics("muninn_scheduler_steps_total")
+    alone_steps = one.metrics("muninn_scheduler_steps_total")
+    # On a loaded machine the clients may happen to send one after another, so that no step is
+    # shared; every round must give the lone answers, and one of three rounds must share steps.
+    shared = False
+    for round in range(3):
+        steps_before = s.metrics("muninn_scheduler_steps_total")
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            got = list(pool.map(lambda b: c.completions.create(**b).choices[0].text, bodies))
+        assert got == want, f"round {round}"
+        assert s.metrics("muninn_generated_tokens_total") == (round + 1) * sum(30 + 4 * i for i in range(8))
+        if s.metrics("muninn_scheduler_steps_total") - steps_before < alone_steps:
+            shared = True
+            break
+    assert shared, "no round of concurrent requests shared a scheduler step"
