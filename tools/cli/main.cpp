@@ -224,6 +224,7 @@ int dispatch(const command& cmd, const parsed& p) {
     case operation::ae: return cmd_ae(p);
     case operation::tokenize: return cmd_tokenize(p);
     case operation::serve: return cmd_serve(p);
+    case operation::load: break;  // the load-time option table, not a command
   }
   return 1;
 }
