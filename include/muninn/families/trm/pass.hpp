@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "muninn/engine/kv_cache.hpp"
 #include "muninn/engine/kv_views.hpp"
 #include "muninn/engine/layer_dims.hpp"
 #include "muninn/engine/rows.hpp"
