@@ -276,6 +276,16 @@ class forward_pass {
     for (const auto& run : rows_.runs()) finish(run, src);
   }
 
+  /// \brief Pieces flagged in `done` (one flag per run, in run order) leave now, between steps:
+  /// they emit their outputs, finish (their cache fills the deeper slots they skip) and their rows
+  /// are compacted away, as when the exit test passes. A schedule's own exit rule uses it: a
+  /// router that drops tokens from the recursion, say.
+  void exit_runs(const std::vector<std::uint8_t>& done) {
+    MUNINN_CHECK(done.size() == rows_.runs().size(), "exit_runs: ", done.size(), " flags for ", rows_.runs().size(),
+                 " runs");
+    if (std::find(done.begin(), done.end(), std::uint8_t(1)) != done.end()) leave(done, false);
+  }
+
   /// \brief y = RMSNorm(y) with the final norm (ln_f), on the active rows.
   void final_norm(value_type* y) {
     rmsnorm(be_, y, m_.weights().ln_f.data(), y, rows_.size(), m_.dims().h, m_.dims().eps);
@@ -376,7 +386,7 @@ class forward_pass {
       if (b != ws_.checked() || has_checked_) engine::compact_rows(be_, b, h, keep, ws_.head());
     rows_ = rows_.kept(keep);
     upload_positions();
-    monitor_->keep(pooled_ ? keep : keep_runs);
+    if (monitor_) monitor_->keep(pooled_ ? keep : keep_runs);
   }
 
   // The rows' positions on the backend, for caches that attend by position.
