@@ -22,6 +22,7 @@
 #include "muninn/policies/halting_options.hpp"
 #include "muninn/policies/head.hpp"
 #include "muninn/policies/injection.hpp"
+#include "muninn/policies/input.hpp"
 #include "muninn/policies/state_init.hpp"
 
 namespace muninn {
@@ -146,19 +147,26 @@ class forward_pass {
   /// \brief True while some piece is still running.
   bool any_active() const { return !rows_.empty(); }
 
-  /// \brief e = embedding(ids) · InputPolicy::scale(h), or the caller's `run_options::input_rows`.
+  /// \brief e = embedding(ids) · InputPolicy::scale(h), or what the InputPolicy's own `embed`
+  /// makes of the rows' K ids (a chunk input), or the caller's `run_options::input_rows`.
   void embed() {
     if (opt_.input_rows) return copy_input_rows();
+    using input = typename arch_type::input_policy;
+    const std::int64_t K = m_.tokens_per_position();
+    if (std::int64_t(ws_.host_ids.size()) < rows_.size() * K) ws_.host_ids.resize(std::size_t(rows_.size() * K));
     std::int64_t r = 0;
     for (const auto& run : rows_.runs()) {
       const piece& p = pieces_[std::size_t(run.seq)];
-      std::copy(p.ids, p.ids + p.n, ws_.host_ids.begin() + r);
+      std::copy(p.ids, p.ids + p.n * K, ws_.host_ids.begin() + r * K);
       r += p.n;
     }
-    be_.upload(ws_.ids(), ws_.host_ids.data(), std::size_t(r));
-    const std::int64_t h = m_.dims().h;
-    embedding(be_, m_.weights().wte.data(), m_.config().vocab_size, h, ws_.ids(), r,
-              arch_type::input_policy::scale(h), ws_.e());
+    if constexpr (detail::has_input_embed<input, forward_pass>) {
+      input::embed(*this, ws_.host_ids.data(), r);
+    } else {
+      be_.upload(ws_.ids(), ws_.host_ids.data(), std::size_t(r));
+      const std::int64_t h = m_.dims().h;
+      embedding(be_, m_.weights().wte.data(), m_.config().vocab_size, h, ws_.ids(), r, input::scale(h), ws_.e());
+    }
   }
 
   /// \brief e = the rows of `run_options::input_rows` that belong to each piece.
@@ -447,7 +455,7 @@ class forward_pass {
       piece& p = pieces_[k];
       auto& ctx = *p.ctx;
       ctx.length_ += p.n;
-      ctx.tokens_.insert(ctx.tokens_.end(), p.ids, p.ids + p.n);
+      ctx.tokens_.insert(ctx.tokens_.end(), p.ids, p.ids + p.n * ctx.tokens_per_position_);
       std::vector<std::int32_t> steps(std::size_t(p.n), std::int32_t(p.steps_done));
       if (!depth_.empty()) steps = depth_[k];
       ctx.steps_used_.insert(ctx.steps_used_.end(), steps.begin(), steps.end());
