@@ -284,6 +284,32 @@ TEST(CalmReference, GenerationsAtEveryTemperatureAndSampler) {
   }
 }
 
+// The same generations from `generate`, which serves calm_arch as any arch: the prompt padded to
+// whole chunks, the energy head's sampler drawing each chunk, EOS as a stop id.
+TEST(CalmReference, GenerateServesTheCalmArchAsTheReferenceGenerates) {
+  calm& m = fixture_model();
+  const std::int64_t K = m.patch_size();
+  for (const auto& c : expected_json().at("generate").as_array()) {
+    SCOPED_TRACE(c.at("name").as_string());
+    std::vector<std::int32_t> padded = muninn_test::ids_of(c.at("prompt"));
+    padded.resize((padded.size() + std::size_t(K) - 1) / std::size_t(K) * std::size_t(K),
+                  std::int32_t(m.config().pad_id));
+    generate_options g;
+    g.chunks.temperature = c.at("temperature").as_double();
+    g.chunks.sampler = c.at("sampler").as_string() == "exact" ? chunk_sampler::exact : chunk_sampler::approximate;
+    if (const io::json* n = c.find("num_samples")) g.chunks.num_samples = n->as_int();
+    g.chunks.seed = std::uint64_t(c.at("seed").as_int());
+    g.max_new_tokens = std::max<std::int64_t>(1, c.at("max_length").as_int() - std::int64_t(padded.size()));
+    g.stop_ids = {std::int32_t(m.config().eos_id)};
+    const generate_result r = generate(m.arch_model(), padded, g);
+    EXPECT_EQ(std::int64_t(r.tokens.size()) % K, 0);  // whole chunks
+    std::vector<std::int32_t> full = padded;
+    full.insert(full.end(), r.tokens.begin(), r.tokens.end());
+    EXPECT_EQ(full, muninn_test::ids_of(c.at("full")));
+    EXPECT_EQ(r.forward_calls, std::int64_t(r.tokens.size()) / K);  // one call per chunk, the prefill's included
+  }
+}
+
 // Draws given to our reference (tools/reference/make_calm_order_fixture.py writes reference_order/):
 // with the authors' candidate order Muninn reproduces that generation token for token; the default
 // key order, fed the same draws, picks another chunk on some step (so the order matters).

@@ -14,9 +14,12 @@
 ///   vocabulary size when absent);
 /// - `static std::int64_t tokens_per_row(const Config&)`: tokens one emission holds (1 when absent);
 /// - `template <class Model> static auto make_sampler(const Model&)`: the head's sampler, an object
-///   with `std::vector<std::int32_t> next(const float* row, std::int64_t position, std::int64_t step,
-///   const chunk_sampling_options&, std::int64_t& draws)` giving one emission from one output row
-///   on the backend. Without it an emission is one token drawn from the logits by runtime/sampling.hpp.
+///   with `void check(const chunk_sampling_options&)` (throws on settings it cannot follow) and
+///   `std::vector<std::int32_t> next(const float* row, std::int64_t position, std::int64_t step,
+///   const chunk_sampling_options&, std::int64_t& draws)`: one emission from the output row of
+///   `position`, the `step`-th of a generation, drawn on the backend; `draws` receives the head
+///   samples it took. Without it an emission is one token drawn from the logits by
+///   runtime/sampling.hpp.
 
 #include <cstdint>
 #include <utility>

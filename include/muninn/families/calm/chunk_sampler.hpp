@@ -55,6 +55,9 @@ class calm_chunk_sampler {
                      const chunk_autoencoder<Backend, T>& ae, const calm_config& cfg)
       : be_(be), head_(&head), ae_(&ae), cfg_(&cfg) {}
 
+  /// \brief Throws unless `o` fits this head (check_chunk_sampling): called once before a generation.
+  void check(const chunk_sampling_options& o) const { check_chunk_sampling(o, cfg_->noise_size); }
+
   /// \brief One chunk (K ids) from the output row `row` [d] of chunk position `p`, the `step`-th
   /// chunk of a generation (it picks the slice of given draws); `draws` receives the head samples used.
   std::vector<std::int32_t> next(const float* row, std::int64_t p, std::int64_t step,
