@@ -1,22 +1,28 @@
-// A hybrid no single reference system builds, composed in user code from the library's slots:
-// a Huginn-style recurrent core (sandwich blocks, additive injection of the prelude output, one
-// KV slot per executed layer) with adaptive halting, under middle-cycle sharing, where an
-// expert-choice router decides before each step which tokens go on recurring.
+// Hybrids no single reference system builds, composed in user code from the library's slots:
+// (a) a Huginn-style recurrent core (sandwich blocks, additive injection of the prelude output,
+//     one KV slot per executed layer) with adaptive halting, under middle-cycle sharing, where an
+//     expert-choice router decides before each step which tokens go on recurring;
+// (b) the same core with CALM's chunk input and energy head: a recurrent-depth CALM that reads and
+//     writes K tokens per position.
 //
 // Random weights; the program checks what it claims and exits non-zero otherwise:
-// - greedy decoding with the KV cache gives the tokens (and logits) that recomputing the whole
-//   sequence without a cache gives;
-// - the router dropped some tokens and the halting criterion stopped others, so tokens really
-//   ran different depths.
+// - (a) greedy decoding with the KV cache gives the tokens (and logits) that recomputing the
+//   whole sequence without a cache gives; the router dropped some tokens and the halting
+//   criterion stopped others, so tokens really ran different depths;
+// - (b) sampled decoding (temperature 1/2, batch approximation) emits K tokens per step, and the
+//   chunks equal those the head's sampler draws from a full recomputation.
 //
 //   example_hybrid_arch
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <vector>
 
+#include "muninn/families/calm/arch.hpp"
+#include "muninn/families/calm/random_checkpoint.hpp"
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
@@ -115,12 +121,12 @@ mor_config small_config() {
   return cfg;
 }
 
-// The stack's random weights plus one random linear router per step.
-mor_weights<host_backend, float> random_weights(const host_backend& be, const mor_config& cfg) {
-  mor_weights<host_backend, float> w(make_random_weights<host_backend, float, block::sandwich>(be, cfg, 7));
+// One random linear router per step, appended to w.routers.
+template <class Weights>
+void add_random_routers(const host_backend& be, const model_config& cfg, std::int64_t steps, Weights& w) {
   std::mt19937 rng(2);
   std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(float(cfg.n_embd)));
-  for (std::int64_t r = 0; r < cfg.mor.recursions; ++r) {
+  for (std::int64_t r = 0; r < steps; ++r) {
     std::vector<float> v(std::size_t(cfg.n_embd));
     for (float& x : v) x = normal(rng);
     router_weights<host_backend, float> rw;
@@ -128,6 +134,12 @@ mor_weights<host_backend, float> random_weights(const host_backend& be, const mo
     be.upload(rw.w1.data(), v.data(), v.size());
     w.routers.push_back(std::move(rw));
   }
+}
+
+// The stack's random weights plus one random linear router per step.
+mor_weights<host_backend, float> random_weights(const host_backend& be, const mor_config& cfg) {
+  mor_weights<host_backend, float> w(make_random_weights<host_backend, float, block::sandwich>(be, cfg, 7));
+  add_random_routers(be, cfg, cfg.mor.recursions, w);
   return w;
 }
 
@@ -200,10 +212,120 @@ void routed_adaptive_core() {
   check(by_halting > 0, "the halting criterion stopped some tokens");
 }
 
+// ---- (b) the same core with CALM's chunk input and energy head
+
+// A family of our own: CALM's config and weights (compressor, energy head, autoencoder) plus the
+// router of each step. It is built from random weights here, so reading a folder is refused.
+template <class Backend, class T>
+struct rd_calm_weights : calm_weights<Backend, T> {
+  std::vector<router_weights<Backend, T>> routers;  // read by step_expert_choice
+};
+struct rd_calm_family {
+  using slot = muninn::slot::family;
+  static constexpr const char* name = "recurrent_depth_calm";
+  using config_type = calm_model_config;
+  template <class Backend, class T>
+  using weights_type = rd_calm_weights<Backend, T>;
+  static config_type read_config(const std::string&) { fail("recurrent_depth_calm: random weights only"); }
+  static io::checkpoint open_checkpoint(const std::string&, const config_type&) {
+    fail("recurrent_depth_calm: random weights only");
+  }
+  template <class Backend, class T, class Block>
+  static weights_type<Backend, T> load_weights(const Backend&, const io::checkpoint&, const config_type&) {
+    fail("recurrent_depth_calm: random weights only");
+  }
+  static bool recognizes(const io::json&) { return false; }
+};
+
+using rd_calm_arch = hybrid_arch::with<input::chunk_compress, head::energy, rd_calm_family>;
+using rd_calm_model = model<host_backend, float, rd_calm_arch>;
+
+// A random CALM written in the released layout gives the compressor, head and autoencoder; the
+// stack is replaced by a prelude / core / coda of sandwich blocks, and routers are added.
+rd_calm_model make_rd_calm(const host_backend& be, const std::filesystem::path& dir) {
+  calm_shape s;
+  s.vocab = 128;
+  s.hidden = 64;
+  s.inter = 128;
+  s.layers = 1;
+  s.heads = 4;
+  s.positions = 64;
+  s.patch = 4;
+  s.latent = 16;
+  s.noise = 8;
+  s.blocks = 2;
+  s.ae_hidden = 32;
+  s.ae_inter = 64;
+  write_random_calm(dir.string(), s, 5);
+  const io::calm_files f = io::open_calm(dir.string(), "");
+  calm_model_config cfg = calm_model_config_of(f);
+  cfg.n_layers_in_prelude = 1;
+  cfg.n_layers_in_recurrent_block = 2;
+  cfg.n_layers_in_coda = 1;
+  cfg.mean_recurrence = 6;
+  cfg.rope_base = 10000.0f;
+  cfg.source = "hybrid_arch example (recurrent-depth CALM)";
+  rd_calm_weights<host_backend, float> w;
+  static_cast<calm_weights<host_backend, float>&>(w) = load_calm_weights<host_backend, float>(be, f);
+  const std::int64_t extra = w.compressor.parameter_count + w.head.parameter_count;
+  static_cast<model_weights<host_backend, float>&>(w) = make_random_weights<host_backend, float, block::sandwich>(be, cfg, 9);
+  w.parameter_count += extra;
+  add_random_routers(be, cfg, cfg.mean_recurrence, w);
+  return rd_calm_model(be, cfg, std::move(w));
+}
+
+void recurrent_depth_calm() {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "muninn_hybrid_arch_calm";
+  host_backend be;
+  const rd_calm_model m = make_rd_calm(be, dir);
+  std::filesystem::remove_all(dir);
+  const std::int64_t K = m.tokens_per_position();
+  std::printf("recurrent-depth CALM: %lld parameters, K = %lld tokens per position\n", (long long)m.parameter_count(),
+              (long long)K);
+
+  const std::vector<std::int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12};  // two chunks
+  generate_options g;
+  g.max_new_tokens = 6 * K;
+  g.run.steps = m.config().mean_recurrence;
+  g.run.halt.criterion = halt_criterion::latent_diff;
+  g.run.halt.threshold = 0.1;
+  g.run.halt.min_steps = 1;
+  g.chunks.temperature = 0.5;  // the batch approximation: N head samples, chosen by count
+  g.chunks.num_samples = 16;
+  g.chunks.seed = 3;
+  const generate_result r = generate(m, prompt, g);
+  std::printf("generated:");
+  for (std::size_t i = 0; i < r.tokens.size(); ++i)
+    std::printf("%s%d", i % std::size_t(K) ? "," : " | ", r.tokens[i]);
+  std::printf("\n");
+  check(std::int64_t(r.tokens.size()) == g.max_new_tokens && r.forward_calls * K == std::int64_t(r.tokens.size()),
+        "one call per step, K tokens per step");
+
+  // Recompute: prompt and every chunk but the last in one call on a fresh context; the head's
+  // sampler draws step t's chunk from row (prompt positions − 1 + t).
+  std::vector<std::int32_t> all = prompt;
+  all.insert(all.end(), r.tokens.begin(), r.tokens.end() - K);
+  const std::vector<float> rows = m.forward(all, g.run);
+  const std::int64_t h = m.dims().h, P = std::int64_t(prompt.size()) / K, steps = std::int64_t(r.tokens.size()) / K;
+  auto smp = head::energy::make_sampler(m);
+  bool same = true;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    std::int64_t draws = 0;
+    const std::vector<std::int32_t> chunk = smp.next(rows.data() + (P - 1 + t) * h, P - 1 + t, t, g.chunks, draws);
+    same &= std::equal(chunk.begin(), chunk.end(), r.tokens.begin() + t * K);
+  }
+  double diff = 0;
+  for (std::int64_t c = 0; c < h; ++c)
+    diff = std::max(diff, std::fabs(double(rows[std::size_t((P - 2 + steps) * h + c)]) - r.last_logits[std::size_t(c)]));
+  check(same, "cached sampled decode draws the chunks a full recomputation draws");
+  check(diff <= 1e-4, "the last hidden state agrees within 1e-4");
+}
+
 }  // namespace
 
 int main() {
   routed_adaptive_core();
+  recurrent_depth_calm();
   if (failures) std::printf("%d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }
