@@ -222,6 +222,9 @@ std::vector<std::int32_t> generate_greedy(const Model& m, const std::vector<std:
 template <class Model>
 std::vector<generate_result> generate_batch(const Model& m, const std::vector<std::vector<std::int32_t>>& prompts,
                                             const generate_options& opt) {
+  static_assert(!detail::emits_by_sampler<Model>,
+                "generate_batch samples one token per row from logits; a head with its own sampler (head::energy) "
+                "runs with generate, one sequence at a time");
   MUNINN_CHECK(opt.draft_steps == 0 && opt.lookahead == 0, "generate_batch: speculative decoding is single-sequence");
   const std::size_t B = prompts.size();
   std::vector<generate_result> res(B);
