@@ -140,6 +140,25 @@ TEST_F(CalmRandom, ChunkedPrefillEqualsOnePass) {
   }
 }
 
+// The model under calm_arch takes ids K per position: its context counts positions and keeps
+// every id; a call that is not whole chunks is one error naming the input policy.
+TEST_F(CalmRandom, TheArchModelTakesIdsKPerPosition) {
+  calm m = calm::load(dir_.string());
+  const auto& a = m.arch_model();
+  EXPECT_EQ(a.tokens_per_position(), 4);
+  EXPECT_EQ(a.tokens_per_emission(), 4);
+  EXPECT_EQ(a.output_width(), m.config().backbone.n_embd);
+  auto ctx = m.make_context(6);
+  const std::vector<std::int32_t> ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  a.forward(ctx, ids, run_options{}, logits_for::last);
+  EXPECT_EQ(ctx.length(), 3);
+  EXPECT_EQ(ctx.tokens(), ids);
+  ctx.truncate(2);
+  EXPECT_EQ(ctx.tokens(), std::vector<std::int32_t>(ids.begin(), ids.begin() + 8));
+  EXPECT_THAT(muninn_test::error_of([&] { a.forward(ctx, {1, 2, 3}, run_options{}, logits_for::last); }),
+              testing::HasSubstr("3 tokens is not a whole number of positions of 4 tokens (chunk_compress input)"));
+}
+
 TEST_F(CalmRandom, ASampleDependsOnlyOnSeedPositionAndIndex) {
   calm m = calm::load(dir_.string());
   auto ctx = m.make_context(4);
