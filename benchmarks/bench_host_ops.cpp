@@ -64,6 +64,24 @@ void BM_gemm_nt(benchmark::State& st) {
 }
 
 
+// The default kernels (mode 0) against the row-invariant ones (mode 1, host_backend::batch_invariant:
+// one summation order for every row count, what continuous batching needs). Args: mode, M, N, K,
+// threads.
+void BM_gemm_batch_invariant(benchmark::State& st) {
+  const i64 M = st.range(1), N = st.range(2), K = st.range(3);
+  auto be = backend_for(st, 4);
+  be.batch_invariant = st.range(0) == 1;
+  const auto A = random_vec(std::size_t(M * K), 1);
+  const auto B = random_vec(std::size_t(N * K), 2);
+  std::vector<float> C(std::size_t(M * N));
+  for (auto _ : st) {
+    muninn::gemm_nt(be, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  set_gemm_counters(st, M, N, K);
+}
+
 #if defined(MUNINN_BENCH_CBLAS)
 // Same shapes through cblas_sgemm(RowMajor, NoTrans, Trans): C = A·Bᵀ with B stored [N, K].
 void BM_cblas_sgemm(benchmark::State& st) {
@@ -188,7 +206,8 @@ void BM_softmax_argmax(benchmark::State& st) {
 
 // The two single-row GEMV kernels on weights cold in DRAM, as in decode: 400 MB of [N = 576, K]
 // matrices, each used once per iteration. kernel 0 = rows read one after another (gemv_rows),
-// 1 = the interleaved 8-row tile (gemm_small_m<1>); gemm_nt picks by K (gemv_rows_max_k).
+// 1 = the interleaved 8-row tile (gemm_small_m<1>); gemm_nt picks by K (gemv_rows_max_k);
+// 2 = rows one after another with one accumulator (gemv_rows_invariant, the row-invariant order).
 void BM_gemv_cold(benchmark::State& st) {
   const i64 K = st.range(0), N = 576, kernel = st.range(1);
   const i64 count = std::max<i64>(1, (400ll << 20) / (N * K * 4));
@@ -199,6 +218,8 @@ void BM_gemv_cold(benchmark::State& st) {
     for (const auto& m : w) {
       if (kernel == 0)
         muninn::detail::gemv_rows(0, N, K, 1.0f, x.data(), m.data(), K, 0.0f, y.data());
+      else if (kernel == 2)
+        muninn::detail::gemv_rows_invariant(0, N, K, 1.0f, x.data(), m.data(), K, 0.0f, y.data());
       else
         muninn::detail::gemm_small_m<1>(0, N, K, 1.0f, x.data(), K, m.data(), K, 0.0f, y.data(), N);
       benchmark::DoNotOptimize(y.data());
@@ -308,9 +329,16 @@ void register_all() {
 #endif
   std::vector<std::vector<std::int64_t>> cold;
   for (i64 K : {576, 1024, 2048, 3072, 5280})
-    for (i64 kernel : {0, 1}) cold.push_back({K, kernel});
+    for (i64 kernel : {0, 1, 2}) cold.push_back({K, kernel});
   for (const auto& a : cold)
     benchmark::RegisterBenchmark("BM_gemv_cold", BM_gemv_cold)->Args(a)->ArgNames({"K", "kernel"})->Unit(benchmark::kMillisecond);
+  std::vector<std::vector<std::int64_t>> invariant;
+  for (i64 t : {1, 2})
+    for (i64 mode : {0, 1})
+      for (const auto& mnk : std::vector<std::vector<i64>>{
+               {1, 1536, 576}, {4, 1536, 576}, {16, 1536, 576}, {64, 1536, 576}, {128, 576, 1536}, {512, 2048, 2048}})
+        invariant.push_back({mode, mnk[0], mnk[1], mnk[2], t});
+  add("BM_gemm_batch_invariant", BM_gemm_batch_invariant, invariant, {"invariant", "M", "N", "K", "threads"});
   std::vector<std::vector<std::int64_t>> wg, wc;
   for (i64 t : {1, 2})
     for (i64 f : {0, 1, 2}) {

@@ -152,11 +152,14 @@ TEST(BatchEngine, HuginnFixedDepthExitsAndRandomStatesShareSteps) {
 }
 
 TEST(BatchEngine, MixtureOfRecursionsEveryRouter) {
-  for (const char* fixture : {"mor/expert_mcyc_r3_linear_sigmoid", "mor/token_cycle_r3_sigmoid", "mor/expert_mcyc_r3_kvshare"}) {
+  // mor_untied: every recursion holds its own attention, so the depth-wise engine runs rows at
+  // different recursions on different stored layers.
+  for (const char* fixture : {"mor/expert_mcyc_r3_linear_sigmoid", "mor/token_cycle_r3_sigmoid", "mor/expert_mcyc_r3_kvshare",
+                              "mor_untied/expert_mcyc_attn", "mor_untied/expert_mseq_attn", "mor_untied/token_cycle_attn"}) {
     std::vector<request> reqs;
     for (int i = 0; i < 5; ++i) {
       request r;
-      r.prompt = iota_ids(1 + 5 * i, 4 + 3 * i, 64);
+      r.prompt = iota_ids(1 + 5 * i, 4 + 3 * i, std::string(fixture).rfind("mor_untied/", 0) == 0 ? 32 : 64);  // vocab
       r.options = {{"max-new-tokens", std::to_string(6 + i)}};
       if (i == 3) r.options.insert({{"temperature", "0.7"}, {"seed", "5"}});
       r.arrives = i;

@@ -1,5 +1,6 @@
-// Whole-model golden tests against tools/reference (PyTorch, fp32) on tiny checkpoints, and the
-// inference-path invariants: cache decode == recompute, chunked prefill == full pass.
+// Whole-model tests on the host: the shared model cases (tests/model_cases.hpp: golden fixtures of
+// tools/reference and transformers, cache decode == recompute, batch == single) at one and all
+// threads, and the host's own: random states, chunked prefill, policies, user families.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
+#include "model_cases.hpp"
 #include "test_model_util.hpp"
 
 using namespace muninn;
@@ -22,73 +24,28 @@ using muninn_test::expected;
 using muninn_test::ids_of;
 using muninn_test::max_abs_diff;
 
-// fp32 tolerance of the issue: max |Δlogit| ≤ 1e-4 against the fp32 PyTorch reference.
-constexpr double kLogitTol = 1e-4;
-
-template <class Arch>
-void check_fixture(const std::string& name) {
-  SCOPED_TRACE(name);
-  const io::json in = io::read_json_file(data_dir + name + "/inputs.json");
-  using M = model<host_backend, float, Arch>;
-  const M m = M::load(data_dir + name);
-  const auto& cfg = m.config();
-  const std::int64_t V = cfg.vocab_size, h = cfg.n_embd;
-  const auto tokens = ids_of(in.at("tokens"));
-  const std::int64_t n = std::int64_t(tokens.size());
-  run_options zero;
-  zero.init = state_init::zero{};
-
-  // Full-sequence logits at several depths.
-  for (const auto& r : in.at("steps").as_array()) {
-    run_options o = zero;
-    o.steps = r.as_int();
-    const auto got = m.forward(tokens, o);
-    const auto want = expected(name, "logits_r" + std::to_string(o.steps) + ".npy", {n, V});
-    EXPECT_LE(max_abs_diff(got, want), kLogitTol) << "r=" << o.steps;
+// The host configs of the shared model cases (tests/model_cases.hpp): one thread and every thread.
+template <int Threads>
+struct host_config {
+  using backend = host_backend;
+  using storage = float;
+  static constexpr bool full_precision = true;
+  static constexpr double invariant_tol = 1e-5;
+  static double logit_tol(const std::vector<float>&) { return 1e-4; }  // max |Δlogit| against fp32 PyTorch
+  static bool available() { return true; }
+  static const char* skip_reason() { return ""; }
+  static const host_backend& get() {
+    static const host_backend be{Threads};
+    return be;
   }
-
-  // Chunked prefill: n1 tokens, then n2 tokens in one call attending to the cache (bottom-right mask).
-  if (const io::json* ch = in.find("chunked")) {
-    const std::int64_t n2 = ch->at("n2").as_int();
-    const auto got = muninn_test::chunked_logits(m, tokens, *ch, zero);
-    EXPECT_LE(max_abs_diff(got, expected(name, ch->at("file").as_string(), {n2, V})), kLogitTol);
-  }
-
-  // The raw recurrent state after the last step.
-  if (const io::json* lat = in.find("latents")) {
-    const auto latents = muninn_test::final_latents(m, tokens, *lat, zero);
-    EXPECT_LE(max_abs_diff(latents, expected(name, lat->at("file").as_string(), {n, h})), kLogitTol);
-  }
-
-  // A caller-supplied initial state.
-  if (const io::json* gs = in.find("given_state")) {
-    const auto got = muninn_test::given_state_logits(m, name, tokens, *gs);
-    EXPECT_LE(max_abs_diff(got, expected(name, gs->at("file").as_string(), {n, V})), kLogitTol);
-  }
-
-  // Greedy generation with the cache gives the reference's tokens.
-  if (const io::json* g = in.find("generate")) {
-    const generate_options go = muninn_test::generate_case_options(*g);
-    EXPECT_EQ(generate_greedy(m, ids_of(g->at("prompt")), go), ids_of(g->at("expected")));
-  }
-}
+};
 
 }  // namespace
 
-TEST(HuginnGolden, F32SingleFile) { check_fixture<huginn_arch>("tiny_f32"); }
-TEST(HuginnGolden, Bf16ShardedWithoutFreqsCis) { check_fixture<huginn_arch>("tiny_bf16_sharded"); }
-TEST(HuginnGolden, F16SingleFile) { check_fixture<huginn_arch>("tiny_f16"); }
-TEST(HuginnGolden, AddInjection) { check_fixture<arch<block::sandwich, injection::add>>("tiny_add"); }
-// The second policy combination: pre-norm blocks, add injection, zero state, GQA, untied head.
-TEST(HuginnGolden, PreNormAddGqaUntied) {
-  check_fixture<arch<block::pre_norm, injection::add, state_init::zero>>("tiny_prenorm_gqa");
-}
-
-TEST(HuginnModel, CacheDecodeEqualsRecompute) {
-  using M = model<host_backend, float>;
-  const M m = M::load(data_dir + "tiny_f32");
-  muninn_test::check_cache_decode_equals_recompute(m, 1e-5);
-}
+namespace model_cases {
+using HostConfigs = ::testing::Types<host_config<1>, host_config<0>>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Host, ModelCases, HostConfigs);
+}  // namespace model_cases
 
 TEST(HuginnModel, RandomStateIsSeededAndPerPosition) {
   using M = model<host_backend, float>;

@@ -1,6 +1,7 @@
-// Whole models on the CUDA backend, fp32 and bf16, against the fixtures' PyTorch logits and against
-// the host model (the oracle); the inference invariants (cache decode == recompute, exit steps,
-// batch == single) on the GPU; the generic-head-dim attention kernel the fixtures need.
+// Whole models on the CUDA backend, fp32 and bf16: the shared model cases of tests/model_cases.hpp
+// (golden fixtures, cache decode == recompute, batch == single), and the GPU's own checks against
+// the host model (the oracle): bf16 loading, tuned head dims, exit steps, the parallel sampler,
+// Mixture-of-Recursions; the generic-head-dim attention kernel the fixtures need.
 //
 // Every test needs a GPU: without one (or without a driver) each case reports SKIPPED.
 //
@@ -30,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "muninn/cuda.cuh"
@@ -37,6 +39,7 @@
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/families/huginn/random_weights.hpp"
 #include "muninn/muninn.hpp"
+#include "model_cases.hpp"
 #include "test_model_util.hpp"
 #include "test_util_cuda.cuh"
 
@@ -75,110 +78,32 @@ class CudaModel : public ::testing::Test {
 };
 cuda_backend* CudaModel::be_ = nullptr;
 
-/// Every check of tests/test_model.cpp on the CUDA fp32 model (against the fixture and the host
-/// model), and logits and greedy tokens of the CUDA bf16 model against the host fp32 model.
-template <class Arch>
-void check_fixture(const cuda_backend& be, const std::string& name) {
-  SCOPED_TRACE(name);
-  const io::json in = io::read_json_file(data_dir + name + "/inputs.json");
-  using H = model<host_backend, float, Arch>;
-  using F = model<cuda_backend, float, Arch>;
-  using B = model<cuda_backend, bf16, Arch>;
-  const H host = H::load(data_dir + name);
-  const F f32 = F::load(data_dir + name, be);
-  const B b16 = B::load(data_dir + name, be);
-  const std::int64_t V = host.config().vocab_size, h = host.config().n_embd;
-  const auto tokens = ids_of(in.at("tokens"));
-  const std::int64_t n = std::int64_t(tokens.size());
-  run_options zero;
-  zero.init = state_init::zero{};
-
-  double max_logit = 0;  // at the generate case's depth, for the bf16 greedy rule
-  const std::int64_t gen_steps = in.at("generate").at("steps").as_int();
-  for (const auto& r : in.at("steps").as_array()) {
-    run_options o = zero;
-    o.steps = r.as_int();
-    SCOPED_TRACE("r=" + std::to_string(o.steps));
-    const auto want = expected(name, "logits_r" + std::to_string(o.steps) + ".npy", {n, V});
-    const auto oracle = host.forward(tokens, o);
-    const auto got = f32.forward(tokens, o);
-    EXPECT_LE(max_abs_diff(got, want), kF32Tol) << "CUDA fp32 vs fixture";
-    EXPECT_LE(max_abs_diff(got, oracle), kF32Tol) << "CUDA fp32 vs host fp32";
-    const double tol = kBf16Rel * max_abs(oracle);
-    EXPECT_LE(max_abs_diff(b16.forward(tokens, o), oracle), tol) << "CUDA bf16 vs host fp32";
-    if (o.steps == gen_steps) max_logit = max_abs(oracle);
-  }
-
-  if (const io::json* ch = in.find("chunked")) {
-    const std::int64_t n2 = ch->at("n2").as_int();
-    const auto got = muninn_test::chunked_logits(f32, tokens, *ch, zero);
-    EXPECT_LE(max_abs_diff(got, expected(name, ch->at("file").as_string(), {n2, V})), kF32Tol) << "chunked";
-  }
-
-  if (const io::json* lat = in.find("latents")) {
-    const auto latents = muninn_test::final_latents(f32, tokens, *lat, zero);
-    EXPECT_LE(max_abs_diff(latents, expected(name, lat->at("file").as_string(), {n, h})), kF32Tol) << "latents";
-  }
-
-  if (const io::json* gs = in.find("given_state")) {
-    const auto want = expected(name, gs->at("file").as_string(), {n, V});
-    EXPECT_LE(max_abs_diff(muninn_test::given_state_logits(f32, name, tokens, *gs), want), kF32Tol) << "given state";
-    EXPECT_LE(max_abs_diff(muninn_test::given_state_logits(b16, name, tokens, *gs), want), kBf16Rel * max_abs(want))
-        << "given state, bf16";
-  }
-
-  const io::json& g = in.at("generate");
-  const generate_options go = muninn_test::generate_case_options(g);
-  const auto prompt = ids_of(g.at("prompt")), want_ids = ids_of(g.at("expected"));
-  EXPECT_EQ(generate_greedy(f32, prompt, go), want_ids) << "CUDA fp32 greedy";
-  const double gap = g.at("min_top1_top2_gap").as_double();
-  const double bf16_tol = kBf16Rel * max_logit;
-  if (gap > 2 * bf16_tol) {
-    EXPECT_EQ(generate_greedy(b16, prompt, go), want_ids) << "CUDA bf16 greedy (gap " << gap << " > 2·" << bf16_tol << ")";
-  } else {
-    // The near tie could flip under bf16 rounding; the run must still work and stay in range.
-    const auto got = generate_greedy(b16, prompt, go);
-    EXPECT_EQ(got.size(), want_ids.size());
-    for (auto t : got) EXPECT_TRUE(t >= 0 && t < V) << t;
-  }
+/// The GPU of the CUDA configs of the shared model cases (created once, never destroyed: CUDA
+/// handles must not outlive the runtime at exit).
+const cuda_backend& shared_gpu() {
+  static const cuda_backend* be = new cuda_backend(cuda_backend::create(0));
+  return *be;
 }
+
+/// The CUDA configs of tests/model_cases.hpp (its table gives the tolerances and why).
+template <class T>
+struct cuda_config {
+  using backend = cuda_backend;
+  using storage = T;
+  static constexpr bool full_precision = std::is_same_v<T, float>;
+  static constexpr double invariant_tol = kInvariantTol;
+  static double logit_tol(const std::vector<float>& want) { return full_precision ? kF32Tol : kBf16Rel * max_abs(want); }
+  static bool available() { return cuda_backend::available(); }
+  static std::string skip_reason() { return "no CUDA device (" + muninn_test::no_cuda_device_reason() + ")"; }
+  static const cuda_backend& get() { return shared_gpu(); }
+};
 
 }  // namespace
 
-// ------------------------------------------------------------------------------- golden fixtures
-
-TEST_F(CudaModel, GoldenF32SingleFile) { check_fixture<huginn_arch>(gpu(), "tiny_f32"); }
-TEST_F(CudaModel, GoldenBf16Sharded) { check_fixture<huginn_arch>(gpu(), "tiny_bf16_sharded"); }
-TEST_F(CudaModel, GoldenF16SingleFile) { check_fixture<huginn_arch>(gpu(), "tiny_f16"); }
-TEST_F(CudaModel, GoldenAddInjection) { check_fixture<arch<block::sandwich, injection::add>>(gpu(), "tiny_add"); }
-TEST_F(CudaModel, GoldenPreNormAddGqaUntied) {
-  check_fixture<arch<block::pre_norm, injection::add, state_init::zero>>(gpu(), "tiny_prenorm_gqa");
-}
-
-// Llama on the GPU: fp32 against the transformers fixture and the host model, bf16 within the bf16
-// bound of the host model, fp32 greedy tokens equal to transformers'.
-TEST_F(CudaModel, LlamaMatchesTransformersAndHost) {
-  using H = model<host_backend, float, llama_arch>;
-  using F = model<cuda_backend, float, llama_arch>;
-  using B = model<cuda_backend, bf16, llama_arch>;
-  for (const char* name : {"tiny_untied_gqa", "tiny_linear_bias", "tiny_bf16_sharded"}) {
-    SCOPED_TRACE(name);
-    const std::string dir = std::string(MUNINN_TEST_DATA) + "/llama/" + name;
-    const io::json want = io::read_json_file(dir + "/expected.json");
-    const H host = H::load(dir);
-    const F f32 = F::load(dir, gpu());
-    const B b16 = B::load(dir, gpu());
-    const auto ids = ids_of(want.at("prompt_ids"));
-    const auto oracle = host.forward(ids);
-    const auto got = f32.forward(ids);
-    EXPECT_LE(max_abs_diff(got, io::read_npy_f32(dir + "/logits.npy").data), kF32Tol) << "CUDA fp32 vs transformers";
-    EXPECT_LE(max_abs_diff(got, oracle), kF32Tol) << "CUDA fp32 vs host fp32";
-    EXPECT_LE(max_abs_diff(b16.forward(ids), oracle), kBf16Rel * max_abs(oracle)) << "CUDA bf16 vs host fp32";
-    generate_options g;
-    g.max_new_tokens = want.at("greedy").at("max_new_tokens").as_int();
-    EXPECT_EQ(generate_greedy(f32, ids, g), ids_of(want.at("greedy").at("ids"))) << "CUDA fp32 greedy";
-  }
-}
+namespace model_cases {
+using CudaConfigs = ::testing::Types<cuda_config<float>, cuda_config<bf16>>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, ModelCases, CudaConfigs);
+}  // namespace model_cases
 
 TEST_F(CudaModel, Bf16CheckpointLoadsBitExact) {
   // A bf16 checkpoint goes to a bf16 model without an fp32 detour: the device holds the file's bits.
@@ -261,12 +186,6 @@ TEST_F(CudaModel, TunedHeadDimsMatchHostOnPrefillAndDecode) {
 }
 
 // ------------------------------------------------------------------------ inference invariants
-
-TEST_F(CudaModel, CacheDecodeEqualsRecompute) {
-  using M = model<cuda_backend, float>;
-  const M m = M::load(data_dir + "tiny_f32", gpu());
-  muninn_test::check_cache_decode_equals_recompute(m, kInvariantTol);
-}
 
 TEST_F(CudaModel, KlExitStepsEqualHost) {
   using HM = model<host_backend, float, huginn_adaptive_arch>;
@@ -361,27 +280,6 @@ TEST_F(CudaModel, MixtureOfRecursionsEqualsHost) {
   const TH th = TH::load(mor + "token_mcyc_r3_softmax_lossfree");
   const TM td = TM::load(mor + "token_mcyc_r3_softmax_lossfree", gpu());
   EXPECT_LE(max_abs_diff(td.forward(ids), th.forward(ids)), kF32Tol);
-}
-
-TEST_F(CudaModel, BatchEqualsSingle) {
-  using M = model<cuda_backend, float>;
-  const M m = M::load(data_dir + "tiny_f32", gpu());
-  const std::vector<std::vector<std::int32_t>> prompts = {{5}, {117, 4, 44, 64, 100}, {9, 8, 7}, {1, 2, 3, 4, 5, 6, 7}};
-  ASSERT_NO_FATAL_FAILURE(muninn_test::check_batch_rows_equal_single_runs(m, prompts));
-  // The logits of one stacked call equal each row's own call.
-  run_options o;
-  o.init = state_init::zero{};
-  o.steps = 4;
-  std::vector<M::context_type> ctxs;
-  for (std::size_t r = 0; r < prompts.size(); ++r) ctxs.push_back(m.make_context(16, 4));
-  std::vector<M::context_type*> ptrs;
-  for (auto& c : ctxs) ptrs.push_back(&c);
-  auto ws = m.make_workspace(16);
-  const auto stacked = m.forward_batch(ws, ptrs, prompts, o, logits_for::last);
-  for (std::size_t r = 0; r < prompts.size(); ++r) {
-    auto ctx = m.make_context(16, 4);
-    EXPECT_LE(max_abs_diff(stacked[r], m.forward(ctx, prompts[r], o, logits_for::last)), kInvariantTol) << "row " << r;
-  }
 }
 
 // --------------------------------------------------------------------- generic-head-dim attention

@@ -141,10 +141,10 @@ void check_greedy(const M& m, const io::json& doc) {
 }
 
 template <class Arch>
-void check_case(const std::string& name) {
+void check_case(const std::string& name, const std::string& dir = mor_dir) {
   SCOPED_TRACE(name);
-  const auto m = model<host_backend, float, Arch>::load(mor_dir + name);
-  const io::json doc = io::read_json_file(mor_dir + name + "/expected.json");
+  const auto m = model<host_backend, float, Arch>::load(dir + name);
+  const io::json doc = io::read_json_file(dir + name + "/expected.json");
   check_passes(m, doc);
   check_greedy(m, doc);
 }
@@ -157,6 +157,95 @@ TEST(MorReference, ExpertChoiceDroppedLayers) { check_case<mor_expert_arch>("exp
 TEST(MorReference, ExpertChoiceKvSharing) { check_case<mor_expert_arch>("expert_mcyc_r3_kvshare"); }
 TEST(MorReference, TokenChoiceSoftmaxLossFree) { check_case<mor_token_arch>("token_mcyc_r3_softmax_lossfree"); }
 TEST(MorReference, TokenChoiceSigmoid) { check_case<mor_token_arch>("token_cycle_r3_sigmoid"); }
+
+// The checkpoints hold the block once per recursion and every recursion copy is one storage: one
+// copy is loaded, every recursion runs it.
+namespace {
+template <class Arch>
+void expect_one_copy(const std::string& name) {
+  SCOPED_TRACE(name);
+  const auto m = model<host_backend, float, Arch>::load(mor_dir + name);
+  EXPECT_TRUE(m.weights().recursion_layers.empty());
+  for (std::int64_t r = 1; r < m.config().mor.recursions; ++r)
+    EXPECT_EQ(&m.layer_at(layer_group::core, r, 0), &m.weights().core[0]) << "recursion " << r;
+}
+}  // namespace
+
+TEST(MorReference, TiedCopiesAreLoadedOnce) {
+  expect_one_copy<mor_expert_arch>("expert_mcyc_r3_linear_sigmoid");
+  expect_one_copy<mor_token_arch>("token_cycle_r3_sigmoid");
+}
+
+// ------------------------------------------- recursion copies that differ (tests/data/mor_untied)
+
+// Checkpoints saved by our reference with untied recursion copies (the reference's expert
+// transform gives every recursion its own attention; the sequence strategies give recursions
+// different layers): each recursion runs its own stored copy, against the logits the reference
+// computed from those same weights. Tying them moves some logit by expected.json's
+// tied_logit_gap (0.8 to 3.7), far beyond the 1e-4 tolerance.
+namespace {
+const std::string untied_dir = std::string(MUNINN_TEST_DATA) + "/mor_untied/";
+}  // namespace
+
+TEST(MorUntiedCopies, ExpertCycleAttentionPerRecursion) { check_case<mor_expert_arch>("expert_cycle_attn", untied_dir); }
+TEST(MorUntiedCopies, ExpertSequence) { check_case<mor_expert_arch>("expert_sequence_attn", untied_dir); }
+TEST(MorUntiedCopies, ExpertMiddleCycleAttentionPerRecursion) { check_case<mor_expert_arch>("expert_mcyc_attn", untied_dir); }
+TEST(MorUntiedCopies, ExpertMiddleSequence) { check_case<mor_expert_arch>("expert_mseq_attn", untied_dir); }
+TEST(MorUntiedCopies, ExpertKvSharingOwnQueries) { check_case<mor_expert_arch>("expert_mcyc_attn_kvshare", untied_dir); }
+TEST(MorUntiedCopies, TokenCycleAttentionPerRecursion) { check_case<mor_token_arch>("token_cycle_attn", untied_dir); }
+TEST(MorUntiedCopies, TokenSequence) { check_case<mor_token_arch>("token_sequence_tied", untied_dir); }
+TEST(MorUntiedCopies, TokenMiddleCycleEqualCopiesStoredApart) {
+  check_case<mor_token_arch>("token_mcyc_attn_r2_as_r1", untied_dir);
+}
+TEST(MorUntiedCopies, TokenMiddleSequenceMlpAndNorm) { check_case<mor_token_arch>("token_mseq_mlp_norm", untied_dir); }
+
+// Memory: what differs is loaded per recursion, what is equal is one buffer. The sizes (vocab 32,
+// hidden 16, intermediate 32, 2 heads of 8, 1 KV head): a layer holds norms 2·16, q 16·16, k and
+// v 8·16 each, o 16·16, gate, up and down 32·16 each = 2336; its attention q;k;v and o 768.
+TEST(MorUntiedCopies, DistinctCopiesAreLoadedEqualOnesShared) {
+  using M = model<host_backend, float, mor_expert_arch>;
+  {
+    // middle_cycle, B 2, Nr 3, tied head, attention per recursion: embedding 512, norm 16,
+    // first and last layer 2·2336, recursion 0's block 2·2336, recursions 1 and 2's attention
+    // 2·2·768, three routers 3·16.
+    const auto m = M::load(untied_dir + "expert_mcyc_attn");
+    EXPECT_EQ(m.parameter_count(), 512 + 16 + 4 * 2336 + 4 * 768 + 48);
+    const auto& w = m.weights();
+    ASSERT_EQ(w.recursion_layers.size(), 4u);
+    for (std::int64_t r = 1; r < 3; ++r)
+      for (std::int64_t l = 0; l < 2; ++l) {
+        const auto& own = m.layer_at(layer_group::core, r, l);
+        const auto& base = w.core[std::size_t(l)];
+        EXPECT_NE(own.wqkv.data(), base.wqkv.data());
+        EXPECT_NE(own.attn_proj.data(), base.attn_proj.data());
+        EXPECT_EQ(own.fc.data(), base.fc.data()) << "the tied MLP is one buffer";
+        EXPECT_EQ(own.mlp_proj.data(), base.mlp_proj.data());
+        EXPECT_EQ(own.norm[0].data(), base.norm[0].data());
+        EXPECT_EQ(own.norm[1].data(), base.norm[1].data());
+        EXPECT_FALSE(own.fc.owns());
+      }
+  }
+  {
+    // sequence, B 2: the blocks are w0 w0 | w0 w1 | w1 w1 and every recursion has its own
+    // attention: two layers' norms and MLP (2·(2336 − 768)) and six attentions (6·768), untied head.
+    const auto m = M::load(untied_dir + "expert_sequence_attn");
+    EXPECT_EQ(m.parameter_count(), 2 * 512 + 16 + 2 * (2336 - 768) + 6 * 768 + 48);
+    EXPECT_EQ(m.layer_at(layer_group::core, 0, 1).fc.data(), m.layer_at(layer_group::core, 0, 0).fc.data());
+    EXPECT_EQ(m.layer_at(layer_group::core, 1, 1).fc.data(), m.layer_at(layer_group::core, 2, 0).fc.data());
+    EXPECT_NE(m.layer_at(layer_group::core, 1, 0).fc.data(), m.layer_at(layer_group::core, 1, 1).fc.data());
+  }
+  {
+    // recursion 2's attention equals recursion 1's but is stored apart: one copy for both, and
+    // both recursions run one layer object.
+    using T = model<host_backend, float, mor_token_arch>;
+    const auto m = T::load(untied_dir + "token_mcyc_attn_r2_as_r1");
+    EXPECT_EQ(m.parameter_count(), 512 + 16 + 4 * 2336 + 2 * 768 + 3 * 16);
+    for (std::int64_t l = 0; l < 2; ++l) {
+      EXPECT_EQ(&m.layer_at(layer_group::core, 2, l), &m.layer_at(layer_group::core, 1, l));
+      EXPECT_NE(&m.layer_at(layer_group::core, 1, l), &m.weights().core[std::size_t(l)]);
+    }
+  }
+}
 
 // ---------------------------------------------------------------- settings: JSON block, YAML, errors
 
@@ -308,8 +397,8 @@ TEST_F(MorFiles, ContradictionsAreOneClearError) {
   using muninn_test::error_of;
   EXPECT_NE(error_of([&] { io::read_mor_config(edited("0.3333333333333333", "0.9"), ""); }).find("'mor.capacity' increases"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { io::read_mor_config(edited("\"middle_cycle\"", "\"sequence\""), ""); })
-                .find("runs cycle or middle_cycle"),
+  EXPECT_NE(error_of([&] { io::read_mor_config(edited("\"middle_cycle\"", "\"spiral\""), ""); })
+                .find("field 'mor.sharing' is \"spiral\"; it must be cycle, sequence, middle_cycle or middle_sequence"),
             std::string::npos);
   EXPECT_NE(error_of([&] { io::read_mor_config(edited("\"num_recursion\": 3", "\"num_recursion\": 2"), ""); })
                 .find("'mor.capacity' has 3 entries for 2 recursions"),
@@ -416,6 +505,34 @@ TEST(DepthwiseBatching, EachRowAsAlone) {
     EXPECT_EQ(st.block_rows, depth_sum) << "one block row per token per recursion it ran";
     if (batch > 1) {
       EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared calls";
+    }
+  }
+}
+
+// Depth-wise batching over recursions whose copies differ: rows at different recursions run
+// different stored layers, grouped by copy within each step; every sequence still gets what it
+// gets alone (which the reference-logit tests above pin to the saved weights).
+TEST(DepthwiseBatching, UntiedCopiesEachRowAsAlone) {
+  for (const char* name : {"expert_cycle_attn", "expert_sequence_attn", "expert_mcyc_attn", "expert_mseq_attn",
+                           "expert_mcyc_attn_kvshare"}) {
+    SCOPED_TRACE(name);
+    const auto m = model<host_backend, float, mor_expert_arch>::load(untied_dir + name);
+    const std::vector<std::vector<std::int32_t>> prompts = {{18, 13, 2, 11, 25}, {3, 24, 7, 19, 27}, {5}, {9, 9, 9, 1},
+                                                            {30, 2, 31}};
+    generate_options o;
+    o.max_new_tokens = 9;
+    for (const std::int64_t batch : {2, 8}) {
+      depthwise_options d;
+      d.max_batch = batch;
+      d.flush_at = batch > 2 ? 2 : 1;
+      depthwise_stats st;
+      const auto got = generate_depthwise(m, prompts, o, d, &st);
+      for (std::size_t r = 0; r < prompts.size(); ++r) {
+        const auto alone = generate(m, prompts[r], o);
+        EXPECT_EQ(got[r].tokens, alone.tokens) << "row " << r << ", max_batch " << batch;
+        EXPECT_EQ(got[r].steps, alone.steps) << "row " << r << ", max_batch " << batch;
+      }
+      EXPECT_LT(st.block_calls, st.block_rows) << "rows at different depths shared steps";
     }
   }
 }

@@ -1,14 +1,45 @@
-# `muninn eval --metric brierlm` on the tiny Llama of tests/data/brier/llama_case.json prints the
-# BrierLM that tools/reference/brier_ref.py computed with transformers and the same draws:
+# `muninn eval --metric brierlm` prints the BrierLM that tools/reference/brier_ref.py computed with
+# an independent model (transformers, or our PyTorch reference of the family) and the same draws:
 # Brier-1..4 within 1e-6, BrierLM (x100) within 2e-5, and the block / token counts exactly.
-# (test_brier's ModelBrier.LlamaMatchesThePyTorchOracle holds the C++ API to the same numbers.)
-# Usage: cmake -DEXE=muninn -DDATA=<tests/data> -P cli_eval_oracle.cmake
-file(READ ${DATA}/brier/llama_case.json case)
-foreach(key model data block_size seed blocks tokens dropped brierlm_e6)
+# CASE names tests/data/brier/<CASE>_case.json; llama_case.json (the default) names its model and
+# data under tests/data, the others (model_path, data_path, args) relative to the repository root.
+# DATA_FILE replaces the case's data file by another holding the same documents (JSON lines).
+# (test_brier's ModelBrier.LlamaMatchesThePyTorchOracle holds the C++ API to the llama case.)
+# Usage: cmake -DEXE=muninn -DDATA=<tests/data> -DROOT=<repository> [-DCASE=name] [-DDATA_FILE=f]
+#              -P cli_eval_oracle.cmake
+if(NOT CASE)
+  set(CASE llama)
+endif()
+file(READ ${DATA}/brier/${CASE}_case.json case)
+foreach(key block_size seed blocks tokens dropped brierlm_e6)
   string(JSON ${key} GET "${case}" ${key})
 endforeach()
-execute_process(COMMAND ${EXE} eval --model ${DATA}/${model} --data ${DATA}/brier/${data} --metric brierlm
-                        --block-size ${block_size} --seed ${seed}
+string(JSON model_path ERROR_VARIABLE no_path GET "${case}" model_path)
+if(no_path)
+  string(JSON model GET "${case}" model)
+  string(JSON data GET "${case}" data)
+  set(model ${DATA}/${model})
+  set(data ${DATA}/brier/${data})
+  set(args "")
+else()
+  string(JSON data_path GET "${case}" data_path)
+  set(model ${ROOT}/${model_path})
+  set(data ${ROOT}/${data_path})
+  set(args "")
+  string(JSON nargs LENGTH "${case}" args)
+  if(nargs GREATER 0)
+    math(EXPR last "${nargs} - 1")
+    foreach(i RANGE ${last})
+      string(JSON a GET "${case}" args ${i})
+      list(APPEND args "${a}")
+    endforeach()
+  endif()
+endif()
+if(DATA_FILE)
+  set(data ${DATA_FILE})
+endif()
+execute_process(COMMAND ${EXE} eval --model ${model} --data ${data} --metric brierlm
+                        --block-size ${block_size} --seed ${seed} ${args}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "exit code ${rc}\nstdout:\n${out}\nstderr:\n${err}")

@@ -167,22 +167,30 @@ def test_a_field_of_another_family_is_a_400(module_server):
 ])
 def test_concurrent_requests_get_what_they_get_alone(start_server, model, extra):
     # Requests sent at once share the batch (the server needs fewer scheduler steps for them than
-    # one at a time); each greedy answer equals the one the same request gets on a server that runs
-    # it alone. Greedy only: which requests share a step depends on arrival timing here, and the
-    # host GEMM's kernel (chosen by row count) changes the last bits of a row's logits, which can
-    # flip a sampled token at a near-tie (docs/serving.md); seeded sampling is compared on fixed
-    # batch compositions in test_batch_engine.
+    # one at a time); each answer, greedy or seeded sampling, equals the one the same request gets
+    # on a server that runs it alone. Which requests share a step depends on arrival timing here:
+    # it cannot matter, because the server's batch-invariant kernels (its default --kernels) sum
+    # every row in the same order whatever the batch holds (docs/serving.md).
     from concurrent.futures import ThreadPoolExecutor
     prompts = [[5 + i, 9, 2 + 3 * i, 33, 7 * i % 60 + 1][: 2 + i % 4] for i in range(8)]
-    bodies = [dict(model="m", prompt=p, max_tokens=30 + 4 * i, seed=100 + i, temperature=0,
+    bodies = [dict(model="m", prompt=p, max_tokens=30 + 4 * i, seed=100 + i, temperature=0 if i % 2 else 1.0,
                    extra_body={**extra, "ignore_eos": True}) for i, p in enumerate(prompts)]
     one = start_server(model_dir(model), "--max-batch", "1")
     alone = client(one)
     want = [alone.completions.create(**b).choices[0].text for b in bodies]
     s = start_server(model_dir(model), "--max-batch", "8")
     c = client(s)
-    with ThreadPoolExecutor(len(bodies)) as pool:
-        got = list(pool.map(lambda b: c.completions.create(**b).choices[0].text, bodies))
-    assert got == want
-    assert s.metrics("muninn_generated_tokens_total") == sum(30 + 4 * i for i in range(8))
-    assert s.metrics("muninn_scheduler_steps_total") < one.metrics("muninn_scheduler_steps_total")
+    alone_steps = one.metrics("muninn_scheduler_steps_total")
+    # On a loaded machine the clients may happen to send one after another, so that no step is
+    # shared; every round must give the lone answers, and one of three rounds must share steps.
+    shared = False
+    for round in range(3):
+        steps_before = s.metrics("muninn_scheduler_steps_total")
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            got = list(pool.map(lambda b: c.completions.create(**b).choices[0].text, bodies))
+        assert got == want, f"round {round}"
+        assert s.metrics("muninn_generated_tokens_total") == (round + 1) * sum(30 + 4 * i for i in range(8))
+        if s.metrics("muninn_scheduler_steps_total") - steps_before < alone_steps:
+            shared = True
+            break
+    assert shared, "no round of concurrent requests shared a scheduler step"

@@ -4,8 +4,9 @@
 Starts the server on a free loopback port for each (batching mode, concurrency) pair, sends
 --requests streamed completions from C concurrent clients (asyncio, raw HTTP: the standard library
 only), and prints one table row per pair: generated tokens/s, time to first token (mean, p50,
-p99), inter-token latency (p50, p99), and for the sequence-wise baseline the ratio of continuous
-to sequence-wise tokens/s. Every request asks for a fixed number of tokens (ignore_eos), drawn
+p99), inter-token latency (p50, p99), and for a baseline (sequence-wise batching, or llama.cpp's
+llama-server with --llama-server/--gguf and mode llama-server) the ratio of continuous to its
+tokens/s. Every request asks for a fixed number of tokens (ignore_eos), drawn
 per request from --min-tokens..--max-tokens with a fixed seed, so both modes do the same work.
 
   python3 tools/bench/serve_load.py --exe build/host/bin/muninn --model tests/data/llama/tiny_text \\
@@ -44,6 +45,31 @@ def start_server(exe, model, flags, timeout=120):
             return proc, m.group(1), int(m.group(2))
     proc.kill()
     raise SystemExit("muninn serve did not start in time")
+
+
+def start_llama_server(exe, gguf, parallel, ctx_per_slot, threads, timeout=300):
+    """llama.cpp's llama-server on a free loopback port: `parallel` slots (its continuous
+    batching), each with ctx_per_slot positions; returns once /health answers 200."""
+    import socket
+    import urllib.request
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [exe, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-np", str(parallel),
+           "-c", str(parallel * ctx_per_slot), "-t", str(threads), "-tb", str(threads), "--no-webui"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"llama-server exited with {proc.returncode}: {' '.join(cmd)}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, "127.0.0.1", port
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("llama-server did not start in time")
 
 
 async def read_chunked(reader):
@@ -151,6 +177,10 @@ def main():
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per run at most")
     ap.add_argument("--modes", default="continuous,sequence")
     ap.add_argument("--server-flags", default="", help="more flags for muninn serve (space-separated)")
+    ap.add_argument("--llama-server", help="llama.cpp's llama-server: mode llama-server runs the same "
+                    "requests on it (measurement only; build it beside ours)")
+    ap.add_argument("--gguf", help="the model as GGUF for --llama-server")
+    ap.add_argument("--threads", type=int, default=2, help="llama-server's threads (-t, -tb)")
     a = ap.parse_args()
 
     rng = random.Random(1)
@@ -159,7 +189,7 @@ def main():
     print(f"model {a.model}, {a.requests} requests per run, prompts of {a.prompt_len} ids, "
           f"{a.min_tokens}..{a.max_tokens} tokens each, extra {extra}")
     print("| batching | streams | requests | tokens | tokens/s | TTFT mean ms | TTFT p50 ms | TTFT p99 ms | "
-          "ITL p50 ms | ITL p99 ms | continuous / sequence |")
+          "ITL p50 ms | ITL p99 ms | continuous / this |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in concurrencies:
         bodies = [dict(prompt=[rng.randrange(2, a.vocab) for _ in range(a.prompt_len)],
@@ -167,9 +197,13 @@ def main():
                        stream=True, **extra) for _ in range(a.requests)]
         rates = {}
         for mode in a.modes.split(","):
-            flags = ["--batching", mode, "--max-batch", str(max(c, 1)), "--max-queue", str(a.requests)]
-            flags += a.server_flags.split()
-            proc, host, port = start_server(a.exe, a.model, flags)
+            if mode == "llama-server":
+                proc, host, port = start_llama_server(a.llama_server, a.gguf, max(c, 1),
+                                                      a.prompt_len + a.max_tokens + 8, a.threads)
+            else:
+                flags = ["--batching", mode, "--max-batch", str(max(c, 1)), "--max-queue", str(a.requests)]
+                flags += a.server_flags.split()
+                proc, host, port = start_server(a.exe, a.model, flags)
             try:
                 results, wall = asyncio.run(run_load(host, port, list(reversed(bodies)), c, a.time_limit))
             finally:
@@ -177,8 +211,9 @@ def main():
                 proc.wait(60)
             s = summarize(results, wall)
             rates[mode] = s["tok_s"]
-            ratio = (f"{rates['continuous'] / rates['sequence']:.2f}x"
-                     if mode == "sequence" and rates.get("continuous") and s["tok_s"] else "")
+            base = "sequence" if mode == "sequence" else "llama-server" if mode == "llama-server" else None
+            ratio = (f"{rates['continuous'] / rates[base]:.2f}x"
+                     if base and rates.get("continuous") and s["tok_s"] else "")
             print(f"| {mode} | {c} | {s['requests']} | {s['tokens']} | {s['tok_s']:.0f} | "
                   f"{1e3 * s['ttft_mean']:.1f} | {1e3 * s['ttft_p50']:.1f} | {1e3 * s['ttft_p99']:.1f} | "
                   f"{1e3 * s['itl_p50']:.2f} | {1e3 * s['itl_p99']:.2f} | {ratio} |", flush=True)

@@ -32,6 +32,13 @@ Fixtures written:
   llama_case.json    BrierLM of that stream on that checkpoint with transformers' LlamaForCausalLM
                      (fp32, eager attention; every rollout step recomputes the whole prefix), the
                      per-block means and the smallest distance of any draw to a CDF boundary.
+  mor_eval_case.json, huginn_eval_case.json, text_eval_case.json
+                     what `muninn eval --metric brierlm` must print for the CLI's eval tests
+                     (tests/cli/cli_eval_oracle.cmake): the MoR fixture under the causal rule
+                     through tools/reference/mor_ref.py, the tiny Huginn at 2 steps from seeded
+                     random initial states through tools/reference/huginn_ref.py, and text data
+                     (tests/cli/data/eval_text.txt; the .jsonl holds the same documents)
+                     tokenized and run by transformers. `--only eval` rewrites just these.
 """
 import argparse
 import json
@@ -241,14 +248,147 @@ def llama_case(out_dir: str):
           "margin", draws.min_margin)
 
 
+# ---------------------------------------------------------------------------------------------
+# The CLI's eval cases: the stream, block size, seed and model of a `muninn eval` test, through an
+# independent model (transformers, or our PyTorch reference of the family), each rollout step
+# recomputing the whole prefix.
+
+
+def stream_of_id_lines(path):
+    with open(path) as f:
+        return [int(t) for line in f for t in line.split()]
+
+
+def evaluate_stream(stream, block_size, seed, logits_of):
+    """BrierLM of a stream (blocks of block_size, the remainder dropped); logits_of(ids) -> [n, V]
+    logits of every position of ids. Returns (draws, per-block means, depths, blocks)."""
+    n_blocks = len(stream) // block_size
+    draws = Draws()
+    block_means, all_depths = [], []
+    with torch.no_grad():
+        for b in range(n_blocks):
+            block = stream[b * block_size:(b + 1) * block_size]
+            tf = logits_of(block[:-1])
+
+            def next_logits(t, path, block=block):
+                return logits_of(block[:t + 1] + path)[-1]
+
+            values, depths = ar_brier_block(block, tf, next_logits, seed, b * block_size, draws)
+            block_means.append(values.mean(axis=0))
+            all_depths += depths
+    return draws, block_means, all_depths, n_blocks
+
+
+def write_eval_case(out_dir, name, model_path, data_path, block_size, args, stream, logits_of, oracle,
+                    seeds=range(0, 100)):
+    """Writes <name>_case.json for tests/cli/cli_eval_oracle.cmake: the figures `muninn eval
+    --model <model_path> --data <data_path> --block-size B --seed S <args>` must print, S the first
+    of `seeds` whose draws all lie at least MIN_MARGIN from a CDF boundary (so that another fp32
+    implementation, whose probabilities differ by ~1e-6, draws the same tokens)."""
+    for seed in seeds:
+        draws, block_means, depths, n_blocks = evaluate_stream(stream, block_size, seed, logits_of)
+        if draws.min_margin >= MIN_MARGIN:
+            break
+    else:
+        raise AssertionError(f"{name}: no seed keeps every draw away from a CDF boundary")
+    brier = np.mean(np.stack(block_means), axis=0)
+    case = {
+        "notes": f"BrierLM of {data_path} on {model_path} ({oracle}), Muninn's draws; written by "
+                 "tools/reference/brier_ref.py. Paths are relative to the repository root.",
+        "model_path": model_path, "data_path": data_path, "args": args,
+        "block_size": block_size, "seed": seed,
+        "tokens": len(stream), "blocks": n_blocks, "dropped": len(stream) - n_blocks * block_size,
+        "block_means": [bm.tolist() for bm in block_means],
+        "brier": brier.tolist(), "brierlm": brierlm_of(brier),
+        "brier_e9": [int(round(x * 1e9)) for x in brier], "brierlm_e6": int(round(brierlm_of(brier) * 1e6)),
+        "rollouts": {"starts": len(depths), "depth_ge1": sum(d >= 1 for d in depths),
+                     "depth_3": sum(d == 3 for d in depths)},
+        "min_draw_margin": draws.min_margin, "min_margin_required": MIN_MARGIN,
+    }
+    with open(os.path.join(out_dir, f"{name}_case.json"), "w") as f:
+        json.dump(case, f, indent=1)
+    print(f"{name}_case: brier", brier, "brierlm", case["brierlm"], "rollouts", case["rollouts"],
+          "margin", draws.min_margin)
+
+
+def mor_eval_case(out_dir):
+    """Expert-choice MoR under the causal rule (what `muninn eval` runs: a teacher-forced pass
+    equals decoding only under it), through our PyTorch reference of the family."""
+    from mor_ref import MoRModel
+
+    model_path = "tests/data/mor/expert_mcyc_r3_linear_sigmoid"
+    data_path = "tests/cli/data/mor_score.txt"
+    m = MoRModel.load(os.path.join(REPO, model_path))
+
+    def logits_of(ids):
+        logits, _ = m.forward_decode(torch.tensor([ids]))
+        return logits[0].float().numpy()
+
+    write_eval_case(out_dir, "mor_eval", model_path, data_path, 12, [],
+                    stream_of_id_lines(os.path.join(REPO, data_path)), logits_of, "tools/reference/mor_ref.py, causal rule")
+
+
+def huginn_eval_case(out_dir):
+    """Huginn at 2 recurrence steps from random initial states drawn per position from the seed
+    (Muninn's counter stream, as `--init-state random --seed 3` draws them), through our PyTorch
+    reference of Huginn. The seed is fixed: it also sets the initial states."""
+    from huginn_ref import Huginn
+
+    model_path = "tests/data/huginn/tiny_f32"
+    data_path = "tests/cli/data/mor_score.txt"
+    m = Huginn.from_pretrained(os.path.join(REPO, model_path)).eval()
+    steps, seed = 2, 3
+
+    def logits_of(ids):
+        x_ids = torch.tensor([ids])
+        freqs = m._freqs(0, len(ids))
+        e = m.embed_inputs(x_ids, freqs, None)
+        x = m.initialize_state(e, "muninn", seed=seed, first_position=0)
+        for s in range(steps):
+            x = m.iterate_one_step(e, x, freqs, s, None)
+        return m.predict_from_latents(x, freqs, None)[0].float().numpy()
+
+    write_eval_case(out_dir, "huginn_eval", model_path, data_path, 20, ["--steps", str(steps)],
+                    stream_of_id_lines(os.path.join(REPO, data_path)), logits_of, "tools/reference/huginn_ref.py",
+                    seeds=[seed])
+
+
+def text_eval_case(out_dir):
+    """Text data: one document per line, encoded as transformers' tokenizer(text) does (BOS
+    first), then the Llama through transformers. The JSON-lines file holds the same documents."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model_path = "tests/data/llama/tiny_text"
+    data_path = "tests/cli/data/eval_text.txt"
+    tok = AutoTokenizer.from_pretrained(os.path.join(REPO, model_path))
+    m = LlamaForCausalLM.from_pretrained(os.path.join(REPO, model_path), dtype=torch.float32,
+                                         attn_implementation="eager").eval()
+    with open(os.path.join(REPO, data_path)) as f:
+        docs = [line.rstrip("\n") for line in f if line.strip()]
+    stream = [t for d in docs for t in tok(d)["input_ids"]]
+
+    def logits_of(ids):
+        return m(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+
+    write_eval_case(out_dir, "text_eval", model_path, data_path, 16, [], stream, logits_of,
+                    "transformers' tokenizer and LlamaForCausalLM, fp32, eager attention")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "data", "brier"))
+    ap.add_argument("--only", choices=("softmax", "llama", "eval"), help="write only these cases")
     a = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(a.out, exist_ok=True)
-    softmax_case(a.out)
-    llama_case(a.out)
+    if a.only in (None, "softmax"):
+        softmax_case(a.out)
+    if a.only in (None, "llama"):
+        llama_case(a.out)
+    if a.only in (None, "eval"):
+        mor_eval_case(a.out)
+        huginn_eval_case(a.out)
+        text_eval_case(a.out)
 
 
 if __name__ == "__main__":

@@ -472,10 +472,48 @@ def write_tokenizer(path):
     tok.save(path)
 
 
+TEXT_PROMPT, TEXT_NEW_TOKENS = "Hello world", 16
+
+
+def text_generation(out):
+    """expected.json's "generate_text": `muninn generate --prompt "Hello world" --max-new-tokens 16
+    --seed 7` on calm_safetensors, done here with its tokenizer.json through `tokenizers` and the
+    reference's generate on the saved files (the prompt padded to whole chunks, max_length =
+    padded length + 16, as the CLI counts)."""
+    from tokenizers import Tokenizer
+    folder = os.path.join(out, "calm_safetensors")
+    tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    prompt = tok.encode(TEXT_PROMPT).ids
+    m = C.CALM.load(folder, os.path.join(out, "ae"))
+    K = m.cfg.patch_size
+    padded = (len(prompt) + K - 1) // K * K
+    r = m.generate(prompt, padded + TEXT_NEW_TOKENS, 1.0, GEN_SEED)
+    new = r["output"][len(prompt):]
+    return {"prompt": TEXT_PROMPT, "prompt_ids": prompt, "seed": GEN_SEED, "max_new_tokens": TEXT_NEW_TOKENS,
+            "ids": new, "text": tok.decode(new)}
+
+
+def add_text_generation(out):
+    """Adds "generate_text" to an existing expected.json (the other fixtures untouched)."""
+    path = os.path.join(out, "expected.json")
+    with open(path) as f:
+        e = json.load(f)
+    e["generate_text"] = text_generation(out)
+    with open(path, "w") as f:
+        f.write(dump(e) + "\n")
+    print("generate_text:", e["generate_text"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "tests", "data", "calm"))
+    ap.add_argument("--text-only", action="store_true",
+                    help="only (re)write expected.json's generate_text from the committed files")
     args = ap.parse_args()
+    if args.text_only:
+        with torch.no_grad():
+            add_text_generation(args.out)
+        return
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     check_samplers()
@@ -494,6 +532,7 @@ def main():
         e = expected_json(m, data, info, attempt)
         with open(os.path.join(args.out, "expected.json"), "w") as f:
             f.write(dump(e) + "\n")
+        add_text_generation(args.out)
     total = 0
     for root, _, files in os.walk(args.out):
         total += sum(os.path.getsize(os.path.join(root, n)) for n in files)

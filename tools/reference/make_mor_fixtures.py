@@ -151,7 +151,7 @@ def hand_unrolled(model, ids):
         for r in range(c.num_recursion):
             g = model.expert_gate(model.router_logits(r, x))
             y = x
-            for w in W["block"]:
+            for w in model.block_layers(r):
                 y = M.decoder_layer(c, w, y, pos, model.inv_freq)
             x = x + g * y
         if c.middle:
@@ -174,7 +174,7 @@ def kvshare_scoring_literal(model, ids):
         x = W["embed"][ids[b]]
         if c.middle:
             x = M.decoder_layer(c, W["first"], x, pos, model.inv_freq)
-        rec0 = [M.KV(c) for _ in W["block"]]
+        rec0 = [M.KV(c) for _ in range(c.block_depth)]
         cand = pos
         for r in range(c.num_recursion):
             g = model.expert_gate(model.router_logits(r, x[cand])[:, 0])
@@ -182,7 +182,7 @@ def kvshare_scoring_literal(model, ids):
             o = torch.argsort(idx)
             sel, vals = cand[idx[o]], vals[o]
             y = x
-            for l, w in enumerate(W["block"]):
+            for l, w in enumerate(model.block_layers(r)):
                 if r == 0:
                     y = M.decoder_layer(c, w, y, pos, model.inv_freq, slot=rec0[l])
                 else:
@@ -238,7 +238,8 @@ def check_global():
 
 
 def numpy_from_files(folder, ids, mode):
-    """Float64 re-implementation from config.json + pytorch_model.bin (recursion-0 copies only).
+    """Float64 re-implementation from config.json + pytorch_model.bin (recursion r runs its own
+    stored copy of the block).
     mode "scoring" (expert top-k), "decode" (expert causal rule), "token". Returns
     (logits [B,T,V], routing): routing = per row the selected positions per recursion, the
     depth per token, or j* per token."""
@@ -250,7 +251,7 @@ def numpy_from_files(folder, ids, mode):
     D, eps = cj["head_dim"], cj["rms_norm_eps"]
     theta = cj["rope_parameters"]["rope_theta"]
     Nr, Bd, expert = mor["num_recursion"], mor["block_depth"], mor["type"] == "expert"
-    middle = mor["sharing"] == "middle_cycle"
+    middle = mor["sharing"].startswith("middle")
     o = 1 if middle else 0
     inv = 1.0 / theta ** (np.arange(0, D, 2, dtype=np.float64) / D)
 
@@ -289,7 +290,7 @@ def numpy_from_files(folder, ids, mode):
         return x + (g / (1 + np.exp(-g)) * (h @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
 
     def block(x, pos, r, slots):
-        pre = f"model.layers.{o + r}.block." if expert else f"model.layers.{o}.block_list.0."
+        pre = f"model.layers.{o + r}.block." if expert else f"model.layers.{o}.block_list.{r}."
         for l in range(Bd):
             if mor["kv_sharing"]["enable"] and r > 0:
                 x = layer(f"{pre}{l}.", x, pos, shared=slots[(0, l)])
@@ -355,7 +356,7 @@ def numpy_from_files(folder, ids, mode):
                 act = np.nonzero(j >= r)[0]
                 if len(act) == 0:
                     break
-                hcur[act] = block(hcur[act], act, r, slots)  # block_list.r == block_list.0 (tied)
+                hcur[act] = block(hcur[act], act, r, slots)
                 done = np.nonzero(j == r)[0]
                 final[done] = x[done] + p[done, r][:, None] * hcur[done]
             x = final
@@ -379,15 +380,13 @@ def check_transformers(model):
     d["architectures"] = ["LlamaForCausalLM"]
     hf = LlamaForCausalLM._from_config(LlamaConfig(**d), attn_implementation="eager",
                                        dtype=torch.float32).eval()
-    n = len(lay["kept"])
-    uniq = {0: W["first"], n - 1: W["last"]} if cfg.middle else {}
-    for j, own in enumerate(sorted(set(lay["owner"]) - set(uniq))):
-        uniq[own] = W["block"][j]
+    layers = model.unrolled_layers()
+    assert len(layers) == len(lay["kept"])
     sd = {"model.embed_tokens.weight": W["embed"], "model.norm.weight": W["norm"],
           "lm_head.weight": W["lm_head"]}
-    for p, own in enumerate(lay["owner"]):
+    for p, w in enumerate(layers):
         for k in M.LAYER_KEYS:
-            sd[f"model.layers.{p}.{k}.weight"] = uniq[own][k]
+            sd[f"model.layers.{p}.{k}.weight"] = w[k]
     hf.load_state_dict(sd, strict=True)
     ids = torch.randint(0, cfg.vocab_size, (2, 10), generator=torch.Generator().manual_seed(1))
     sel = torch.tensor([0, 3, 4, 8, 9])
@@ -397,8 +396,8 @@ def check_transformers(model):
     assert maxdiff(a, model.forward_recursive(ids)) < 1e-5
     for row in range(2):
         x = W["embed"][ids[row, sel]]
-        for p, own in enumerate(lay["owner"]):
-            x = M.decoder_layer(cfg, uniq[own], x, sel, model.inv_freq)
+        for w in layers:
+            x = M.decoder_layer(cfg, w, x, sel, model.inv_freq)
         assert maxdiff(model.head(x), b[row]) < 1e-5
 
 
@@ -406,12 +405,16 @@ def check_transformers(model):
 # one case
 
 
-def try_case(case, attempt):
+def try_case(case, attempt, llama=None, prepare=None, min_distinct=3):
     """Builds the model and inputs of one attempt; returns (model, data) or None if a margin or
-    coverage condition fails."""
+    coverage condition fails. llama: the Llama sizes (default LLAMA); prepare(model, seed): a
+    change to the weights before anything runs (e.g. untied recursion copies); min_distinct:
+    distinct tokens each greedy continuation must hold."""
     seed = case["seed"] * 1000 + attempt
-    cfg = M.MoRConfig(**LLAMA, **case["cfg"])
+    cfg = M.MoRConfig(**(llama or LLAMA), **case["cfg"])
     model = M.MoRModel(cfg).init_weights(seed)
+    if prepare:
+        prepare(model, seed)
     g = torch.Generator().manual_seed(seed + 7)
     V = cfg.vocab_size
     ids = torch.randint(0, V, (BATCH, T_SCORE), generator=g)
@@ -445,7 +448,7 @@ def try_case(case, attempt):
     new, steps, fed = model.generate_greedy(prompt, NEW_TOKENS, cached=True)
     if greedy_margin(torch.stack(steps)) < MIN_GREEDY_MARGIN:
         return None
-    if min(len(set(row)) for row in new.tolist()) < 3:  # no degenerate repetition
+    if min(len(set(row)) for row in new.tolist()) < min_distinct:  # no degenerate repetition
         return None
     # router margins of every fed position of the decode
     seq = torch.cat([prompt, new[:, :-1]], 1)

@@ -14,7 +14,15 @@ Pieces:
   dropped: linspace + half-even rounding).
 * `RecursiveModel`-style plain forward over the unrolled stack for all four strategies
   (`MoRModel.forward_recursive`: every token through every layer, no routing).
-* MoR routing (cycle and middle_cycle only, as in the reference):
+* Per-recursion copies of the shared block (`block_layers(r)`): every recursion stores its own
+  copy of the block in a checkpoint; they are the same tensors when tied (cycle strategies),
+  follow the sharing map under the sequence strategies (recursion r's layer l is unrolled layer
+  l + r·B after the first layer, as the reference's MoR transform places it), and hold their own
+  values where a model was saved with untied copies (`untie`: the reference's expert-choice
+  transform creates a fresh attention module per recursion, so a model trained with it holds a
+  different attention at every recursion). Every forward runs recursion r with its own copy.
+* MoR routing (the reference's MoR code runs cycle and middle_cycle; with per-recursion copies
+  the sequence strategies run too):
   - expert-choice, mode "scoring" (`forward_scoring`): the reference's non-causal top-k over the
     whole sequence;
   - expert-choice, mode "decode" (`forward_decode`): the causal threshold rule, usable with the
@@ -25,7 +33,7 @@ Pieces:
     recursions reuse recursion 0's K/V of the same layer-in-block.
 * `save(dir)` / `MoRModel.load(dir)`: the reference's HF-Trainer checkpoint layout (config.json =
   LlamaConfig + a "mor" block, pytorch_model.bin with every recursion copy of a tied tensor pointing
-  at one storage) plus a reference-style Hydra `mor.yaml`.
+  at one storage, untied copies stored apart) plus a reference-style Hydra `mor.yaml`.
 
 Everything is per batch row (sequences never padded), fp32, CPU.
 """
@@ -402,6 +410,7 @@ class MoRModel:
         W["first"] = layer() if c.middle else None
         W["block"] = [layer() for _ in range(c.block_depth)]
         W["last"] = layer() if c.middle else None
+        W["block_rec"] = self._sequence_copies(W["block"]) if c.sharing.endswith("sequence") else None
         if c.type == "expert":
             W["routers"] = [router(1) for _ in range(c.num_recursion)]
             W["router_bias"] = None
@@ -411,6 +420,60 @@ class MoRModel:
                 if c.balancing == "loss_free" else None
         self.weights = W
         return self
+
+    def _sequence_copies(self, block):
+        """Recursion r's block under a sequence strategy: unrolled layer p = off + l + r·B (the
+        MoR transform's placement) runs the weights of its owner in the sharing map; `block`
+        holds the unique shared layers in owner order."""
+        c, lay = self.cfg, self.cfg.layout
+        off, B = (1 if c.middle else 0), c.block_depth
+        owners = sorted(set(lay["owner"][off:off + B * c.num_recursion]))
+        rank = {o: j for j, o in enumerate(owners)}
+        return [[block[rank[lay["owner"][off + l + r * B]]] for l in range(B)]
+                for r in range(c.num_recursion)]
+
+    def block_layers(self, r):
+        """The B layers recursion r runs: its own copies when the recursions' copies differ
+        (block_rec), else the shared block."""
+        rec = self.weights.get("block_rec")
+        return rec[r] if rec else self.weights["block"]
+
+    def untie(self, seed, keys=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                "self_attn.o_proj"), recursions=None, same_as=None):
+        """Gives recursions `recursions` (default: all) fresh random `keys` of every block layer,
+        drawn as init_weights draws them: a model saved with untied copies (the reference's
+        expert transform creates the attention anew per recursion). same_as {r: r2}: recursion r
+        gets a separate tensor with recursion r2's values (equal, but not the same storage)."""
+        c, W = self.cfg, self.weights
+        g = torch.Generator().manual_seed(seed)
+        shapes = self._layer_shapes()
+        rec = W.get("block_rec") or [list(W["block"]) for _ in range(c.num_recursion)]
+        rec = [[dict(w) for w in layers] for layers in rec]
+        for r in (range(c.num_recursion) if recursions is None else recursions):
+            for l in range(c.block_depth):
+                for k in keys:
+                    if k in NORMS:
+                        rec[r][l][k] = _rand(shapes[k], g, 1.0, 0.1)
+                    elif k in ("self_attn.o_proj", "mlp.down_proj"):
+                        rec[r][l][k] = _rand(shapes[k], g, 0.0, 0.3)
+                    else:
+                        rec[r][l][k] = _rand(shapes[k], g, 0.0, 0.2)
+        for r, r2 in (same_as or {}).items():
+            for l in range(c.block_depth):
+                for k in keys:
+                    rec[r][l][k] = rec[r2][l][k].clone()
+        W["block_rec"] = rec
+        W["block"] = rec[0] if not c.sharing.endswith("sequence") else W["block"]
+        return self
+
+    def tied(self):
+        """A copy that runs recursion 0's block at every recursion (what a loader that ignored the
+        other copies would run)."""
+        m = MoRModel(self.cfg)
+        m.weights = dict(self.weights)
+        m.weights["block_rec"] = None
+        m.weights["block"] = self.block_layers(0)
+        return m
 
     def to(self, dtype):
         """A copy with every weight in `dtype` (float64 for exactness checks; RoPE angles stay
@@ -459,7 +522,7 @@ class MoRModel:
         """The B shared layers at recursion r on tokens x [n,d] (absolute positions pos [n]).
         Without KV sharing each (r, l) has its own slot; with it, r = 0 writes slot (0, l) and
         r >= 1 reads slot (0, l) (which must already hold every token up to these positions)."""
-        for l, w in enumerate(self.weights["block"]):
+        for l, w in enumerate(self.block_layers(r)):
             if self.cfg.kv_sharing and r > 0:
                 x = decoder_layer(self.cfg, w, x, pos, self.inv_freq, shared=cache_row(("rec", 0, l)))
             else:
@@ -487,24 +550,25 @@ class MoRModel:
         (Only meaningful for weights built for the strategy: the unique layers are first, block,
         last for the middle variants; block for cycle / sequence.)"""
         c = self.cfg
-        lay = c.layout
-        uniq = {}
-        if c.middle:
-            uniq[0] = self.weights["first"]
-            uniq[len(lay["kept"]) - 1] = self.weights["last"]
-        owners = sorted(set(lay["owner"]) - set(uniq))
-        for j, o in enumerate(owners):
-            uniq[o] = self.weights["block"][j]
         ids, _ = self._rows(ids, None)
         out = []
         for b in range(ids.shape[0]):
             T = ids.shape[1]
             pos = torch.arange(T)
             x = self.weights["embed"][ids[b]]
-            for p in range(len(lay["kept"])):
-                x = decoder_layer(c, uniq[lay["owner"][p]], x, pos, self.inv_freq)
+            for w in self.unrolled_layers():
+                x = decoder_layer(c, w, x, pos, self.inv_freq)
             out.append(self.head(x))
         return torch.stack(out)
+
+    def unrolled_layers(self):
+        """The weights of every unrolled layer in order: first, recursion r's layer l at
+        off + l + r·B, last."""
+        c = self.cfg
+        layers = [self.weights["first"]] if c.middle else []
+        for r in range(c.num_recursion):
+            layers += self.block_layers(r)
+        return layers + ([self.weights["last"]] if c.middle else [])
 
     # -- expert-choice, reference scoring ------------------------------------------------------
 
@@ -518,7 +582,7 @@ class MoRModel:
         positions), "logits" (router logits of the candidates, in candidate order), "candidates",
         "k", and "margin" (gap between the k-th and (k+1)-th candidate logit; inf if k = all)."""
         c = self.cfg
-        assert c.type == "expert" and c.sharing in ("cycle", "middle_cycle")
+        assert c.type == "expert"
         ids, _ = self._rows(ids, None)
         B, T = ids.shape
         out, info = [], []
@@ -569,7 +633,7 @@ class MoRModel:
         whole sequence == n calls of one token). Returns logits [B,n,V], info: "depth" [B][n],
         "logits" [B][n][r] router logits evaluated (None where not evaluated), "cache"."""
         c = self.cfg
-        assert c.type == "expert" and c.sharing in ("cycle", "middle_cycle")
+        assert c.type == "expert"
         ids, cache = self._rows(ids, cache)
         B, n = ids.shape
         pos = torch.arange(cache.length, cache.length + n)
@@ -613,7 +677,7 @@ class MoRModel:
         Returns logits [B,n,V], info: "choice" j* [B][n] (the token runs j*+1 recursions),
         "probs" [B][n][Nr] (p, unbiased), "margin" [B][n] (best minus second best of p + bias)."""
         c = self.cfg
-        assert c.type == "token" and c.sharing in ("cycle", "middle_cycle")
+        assert c.type == "token"
         ids, cache = self._rows(ids, cache)
         B, n = ids.shape
         pos = torch.arange(cache.length, cache.length + n)
@@ -705,7 +769,7 @@ class MoRModel:
 
     def state_dict(self):
         """Reference key names; every recursion copy of a tied tensor IS the same tensor, so
-        torch.save writes one storage per tied group."""
+        torch.save writes one storage per tied group; untied copies are stored apart."""
         c, W = self.cfg, self.weights
         first, block, last, router = self._layer_prefixes()
         sd = {"model.embed_tokens.weight": W["embed"]}
@@ -713,7 +777,7 @@ class MoRModel:
             for k in LAYER_KEYS:
                 sd[first + k + ".weight"] = W["first"][k]
         for r in range(c.num_recursion):
-            for l, w in enumerate(W["block"]):
+            for l, w in enumerate(self.block_layers(r)):
                 for k in LAYER_KEYS:
                     sd[f"{block(r)}{l}.{k}.weight"] = w[k]
         nrouters = c.num_recursion if c.type == "expert" else 1
@@ -743,9 +807,9 @@ class MoRModel:
         torch.save(self.state_dict(), os.path.join(folder, "pytorch_model.bin"))
 
     @classmethod
-    def load(cls, folder, check_copies=True):
-        """Reads config.json + pytorch_model.bin; takes recursion 0's copy of every shared tensor
-        and (check_copies) asserts the other recursions' copies are equal."""
+    def load(cls, folder):
+        """Reads config.json + pytorch_model.bin with every recursion's copy of the block
+        (block_rec when some copy differs from recursion 0's)."""
         cfg = MoRConfig.from_config_json(json.load(open(os.path.join(folder, "config.json"))))
         sd = torch.load(os.path.join(folder, "pytorch_model.bin"), map_location="cpu",
                         weights_only=True)
@@ -756,12 +820,11 @@ class MoRModel:
              "lm_head": sd["lm_head.weight"]}
         W["first"] = layer(first) if first else None
         W["last"] = layer(last) if last else None
-        W["block"] = [layer(f"{block(0)}{l}.") for l in range(cfg.block_depth)]
-        if check_copies:
-            for r in range(1, cfg.num_recursion):
-                for l in range(cfg.block_depth):
-                    for k, v in layer(f"{block(r)}{l}.").items():
-                        assert torch.equal(v, W["block"][l][k]), (r, l, k)
+        rec = [[layer(f"{block(r)}{l}.") for l in range(cfg.block_depth)] for r in range(cfg.num_recursion)]
+        W["block"] = rec[0]
+        same = all(torch.equal(rec[r][l][k], rec[0][l][k]) for r in range(cfg.num_recursion)
+                   for l in range(cfg.block_depth) for k in LAYER_KEYS)
+        W["block_rec"] = None if same else rec
         nrouters = cfg.num_recursion if cfg.type == "expert" else 1
         W["routers"] = []
         for r in range(nrouters):

@@ -85,14 +85,25 @@ class cuda_buffer {
     }
     data_ = static_cast<T*>(p);
   }
+  /// \brief A buffer that reads `n` elements at device pointer `data`, owned by another buffer
+  /// that outlives it, and frees nothing: one weight that several layers share.
+  static cuda_buffer borrowed(T* data, std::size_t n) {
+    cuda_buffer b;
+    b.data_ = data;
+    b.size_ = n;
+    b.owns_ = false;
+    return b;
+  }
   /// \brief Takes over `o`'s memory.
-  cuda_buffer(cuda_buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  cuda_buffer(cuda_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), owns_(std::exchange(o.owns_, true)) {}
   /// \brief Frees the current memory and takes over `o`'s.
   cuda_buffer& operator=(cuda_buffer&& o) noexcept {
     if (this != &o) {
       release();
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
+      owns_ = std::exchange(o.owns_, true);
     }
     return *this;
   }
@@ -108,15 +119,19 @@ class cuda_buffer {
   std::size_t size() const { return size_; }
   /// \brief True when the buffer holds no elements.
   bool empty() const { return size_ == 0; }
+  /// \brief False for a borrowed() view of another buffer's memory.
+  bool owns() const { return owns_; }
 
  private:
   void release() noexcept {
-    if (data_) (void)cudaFree(data_);  // a destructor cannot throw; a failed free leaks at worst
+    if (data_ && owns_) (void)cudaFree(data_);  // a destructor cannot throw; a failed free leaks at worst
     data_ = nullptr;
     size_ = 0;
+    owns_ = true;
   }
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  bool owns_ = true;
 };
 
 namespace detail {

@@ -30,20 +30,34 @@ class host_buffer {
     data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
     if (!data_) fail("host allocation of ", bytes, " bytes failed");
   }
+  /// \brief A buffer that reads `n` elements at `data`, owned by another buffer that outlives
+  /// it, and frees nothing: one weight that several layers share (a Mixture-of-Recursions
+  /// recursion whose copy of a tensor equals an earlier one's).
+  static host_buffer borrowed(T* data, std::size_t n) {
+    host_buffer b;
+    b.data_ = data;
+    b.size_ = n;
+    b.owns_ = false;
+    return b;
+  }
   /// \brief Takes ownership of `o`'s memory, leaving `o` empty.
-  host_buffer(host_buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  host_buffer(host_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), owns_(std::exchange(o.owns_, true)) {}
   /// \brief Frees this buffer's memory, then takes `o`'s, leaving `o` empty.
   host_buffer& operator=(host_buffer&& o) noexcept {
     if (this != &o) {
-      std::free(data_);
+      if (owns_) std::free(data_);
       data_ = std::exchange(o.data_, nullptr);
       size_ = std::exchange(o.size_, 0);
+      owns_ = std::exchange(o.owns_, true);
     }
     return *this;
   }
   host_buffer(const host_buffer&) = delete;
   host_buffer& operator=(const host_buffer&) = delete;
-  ~host_buffer() { std::free(data_); }
+  ~host_buffer() {
+    if (owns_) std::free(data_);
+  }
 
   /// \brief First element; null when empty.
   T* data() { return data_; }
@@ -51,6 +65,8 @@ class host_buffer {
   const T* data() const { return data_; }
   /// \brief Number of elements.
   std::size_t size() const { return size_; }
+  /// \brief False for a borrowed() view of another buffer's memory.
+  bool owns() const { return owns_; }
   /// \brief Element i (unchecked).
   T& operator[](std::size_t i) { return data_[i]; }
   /// \brief Element i (unchecked).
@@ -59,6 +75,7 @@ class host_buffer {
  private:
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  bool owns_ = true;
 };
 
 /// \brief The CPU backend. A small value type: copying it is free and shares nothing mutable.
@@ -74,6 +91,13 @@ struct host_backend {
   /// \brief Threads to use; 0 means default_host_threads() (`MUNINN_NUM_THREADS`, else
   /// `OMP_NUM_THREADS`, else the cores this process may use).
   int num_threads = 0;
+
+  /// \brief Batch-invariant kernels: every GEMM sums each output element in one order fixed by K
+  /// alone, whatever the number of rows in the call, so a row's results do not depend on which
+  /// other rows share its call. Continuous batching needs it for a request to produce the same
+  /// tokens in a batch as alone; it costs prefill speed (docs/performance.md, "Batch-invariant
+  /// kernels"). Off: each row count gets its fastest kernel.
+  bool batch_invariant = false;
 
   /// \brief Human-readable name for logs and benchmark contexts.
   static const char* name() { return "host"; }

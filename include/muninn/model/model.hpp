@@ -19,9 +19,18 @@
 #include "muninn/model/pass.hpp"
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/ops.hpp"
+#include "muninn/policies/detect.hpp"
 #include "muninn/policies/family.hpp"
 
 namespace muninn {
+
+namespace detail {
+template <class W>
+using layer_at_step_t = decltype(std::declval<const W&>().layer_at_step(layer_group::core, std::int64_t(), std::int64_t()));
+/// \brief Whether a family's weights keep layers of their own for some steps (see model::layer_at).
+template <class W>
+inline constexpr bool has_layer_at_step = detected_v<W, layer_at_step_t>;
+}  // namespace detail
 
 /// \brief A (recurrent-depth) language model on a backend.
 ///
@@ -101,8 +110,12 @@ class model {
     return g == layer_group::prelude ? w_.prelude : g == layer_group::core ? w_.core : w_.coda;
   }
   /// \brief The stored layer that runs as layer j of group g at recurrence step `step`: the
-  /// SharingPolicy's choice (j < layers(g).size()).
+  /// family's own layer for that step when its weights keep one (`layer_at_step`, e.g. a
+  /// Mixture-of-Recursions recursion whose stored copy differs), else the SharingPolicy's choice
+  /// (j < layers(g).size()).
   const layer_weights<Backend, T>& layer_at(layer_group g, std::int64_t step, std::int64_t j) const {
+    if constexpr (detail::has_layer_at_step<weights_type>)
+      if (const auto* own = w_.layer_at_step(g, step, j)) return *own;
     return layers(g)[std::size_t(sharing_policy::layer(sharing_, g, step, j))];
   }
   /// \brief The stored layer that runs as layer j of group g for `rows` rows that are at different

@@ -2,7 +2,7 @@
 /// \file
 /// \brief Host GEMM with the weight transposed (torch Linear layout): C = alpha·A·Bᵀ + beta·C.
 ///
-/// Two kernels, chosen by M:
+/// Two kernels, chosen by M (unless the backend asks for row-invariant sums, below):
 /// - M <= 8 (decode, speculative drafts): dot-product tiles that stream every row of B exactly
 ///   once, threads split N. Memory-bound on the weight; no allocation.
 /// - M > 8 (prefill): A is packed into K-major panels of `MR` rows (a thread-local buffer reused
@@ -11,6 +11,9 @@
 ///   instead of B costs M·K rather than N·K, which matters because Huginn's N and K (5280 ..
 ///   35840) are much larger than a prefill chunk's M. The packed A block is sized for L2; K is
 ///   blocked only when all rows of A would not fit (see gemm_choose_blocks).
+/// The two sum each element in different orders, so a row's last bits depend on how many rows
+/// share the call. With `host_backend::batch_invariant` every M runs the dot-product order
+/// (gemm_rows_invariant): slower prefill, the same result for a row alone or in any batch.
 
 #include <algorithm>
 #include <cstdint>
@@ -352,6 +355,48 @@ inline void gemm_small_m_of(std::int64_t M, std::int64_t n0, std::int64_t n1, st
   }
 }
 
+/// \brief gemv_rows in the order of the dot-product tiles: one vector accumulator per row (lanes
+/// along K), then hsum, then the K tail. A single FMA chain per row still outruns DRAM (72
+/// dependent FMAs per 2.3 KB row at K = 576), and it keeps the one sequential stream.
+inline void gemv_rows_invariant(std::int64_t n0, std::int64_t n1, std::int64_t K, float alpha, const float* a,
+                                const float* B, std::int64_t ldb, float beta, float* C) {
+  constexpr int W = simd_width;
+  for (std::int64_t n = n0; n < n1; ++n) {
+    const float* b = B + n * ldb;
+    vfloat s{};
+    std::int64_t k = 0;
+    for (; k + W <= K; k += W) s += vload(a + k) * vload(b + k);
+    float acc = hsum(s);
+    for (; k < K; ++k) acc += a[k] * b[k];
+    gemm_store(C + n, acc, alpha, beta);
+  }
+}
+
+/// \brief The row-invariant GEMM over columns [n0, n1), for any M.
+///
+/// Every element is summed as a dot-product tile sums it (vector lanes along K, hsum, K tail),
+/// whatever M is, so a row's result does not depend on the rows sharing the call. B is taken in
+/// slices that stay in L2 while each group of up to 8 rows of A passes over them.
+inline void gemm_rows_invariant(std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K, float alpha,
+                                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
+                                float* C, std::int64_t ldc) {
+  if (M == 1) {
+    gemv_rows_invariant(n0, n1, K, alpha, A, B, ldb, beta, C);
+    return;
+  }
+  const std::int64_t slice = std::max<std::int64_t>(8, gemm_tiling::pack_budget / std::max<std::int64_t>(K, 1) / 8 * 8);
+  for (std::int64_t n = n0; n < n1; n += slice) {
+    const std::int64_t ne = std::min(n1, n + slice);
+    for (std::int64_t m = 0; m < M; m += 8) {
+      const std::int64_t rows = std::min<std::int64_t>(8, M - m);
+      if (rows == 1)
+        gemv_rows_invariant(n, ne, K, alpha, A + m * lda, B, ldb, beta, C + m * ldc);
+      else
+        gemm_small_m_of(rows, n, ne, K, alpha, A + m * lda, lda, B, ldb, beta, C + m * ldc, ldc);
+    }
+  }
+}
+
 }  // namespace MUNINN_SIMD_ABI
 }  // namespace detail
 
@@ -382,6 +427,13 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
     be.parallel_for(M, 16, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i)
         for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    });
+    return;
+  }
+  if (be.batch_invariant) {
+    const std::int64_t grain = std::max<std::int64_t>(8, 65536 / (K * M));
+    be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) {
+      detail::gemm_rows_invariant(M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
     });
     return;
   }

@@ -10,6 +10,8 @@
 /// - M > 8 (prefill): the fp32 blocked GEMM, each strip of NR rows of B widened into a buffer
 ///   once per K block and reused by every row panel of A.
 /// Every sum is fp32 in an order fixed by the shapes, so results do not depend on the thread count.
+/// With `host_backend::batch_invariant` every M widens groups of rows and runs the dot-product
+/// order, as gemm_nt does for fp32: a row's result does not depend on the rows sharing the call.
 
 #include <algorithm>
 #include <cstdint>
@@ -77,12 +79,12 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
     return;
   }
   const detail::lowp::kernels k = detail::lowp::active();
-  if (M == 1) {
+  if (M == 1 && !be.batch_invariant) {
     const std::int64_t grain = std::max<std::int64_t>(8, 65536 / K);
     be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv(B, b, e, K, alpha, A, beta, C); });
     return;
   }
-  if (M <= 8) {
+  if (M <= 8 || be.batch_invariant) {
     // Rows of B per widened group: about 32 KiB of fp32 (L1), at least the 4 of a dot tile.
     const std::int64_t group = std::max<std::int64_t>(4, 8192 / K / 4 * 4);
     const std::int64_t grain = std::max<std::int64_t>(8, 65536 / (K * M));
@@ -91,7 +93,7 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
       for (std::int64_t n = b; n < e; n += group) {
         const std::int64_t g = std::min(group, e - n);
         k.to_f32(B, n, n + g, 0, K, buf, K);
-        detail::gemm_small_m_of(M, 0, g, K, alpha, A, lda, buf, K, beta, C + n, ldc);
+        detail::gemm_rows_invariant(M, 0, g, K, alpha, A, lda, buf, K, beta, C + n, ldc);
       }
     });
     return;

@@ -126,28 +126,69 @@ class depthwise_batcher {
   }
 
   // Runs the layers of `group` on buf for `rows`, row i at recursion step(i), each in its sequence's cache.
+  // Rows whose recursions run one stored layer share one call of it (one GEMM per weight); when
+  // their recursions hold different copies of a layer (a checkpoint saved with untied copies),
+  // the rows are grouped by copy: gathered into ws.alt(), one call per copy, scattered back.
   template <class StepOf>
   void run_group(layer_group group, T* buf, const std::vector<row>& rows, workspace<Backend, T>& ws, StepOf&& step_of) {
     if (rows.empty()) return;
-    const engine::active_rows act = rows_of(rows, ws.pos());
     const std::size_t n_layers = m_.layers(group).size();
     for (std::size_t j = 0; j < n_layers; ++j) {
-      kv_views<T> kv;
-      kv.row_pos = ws.pos();
+      std::vector<const layer_weights<Backend, T>*> copy;  // the distinct layers the rows run, in first-row order
+      std::vector<std::size_t> copy_of(rows.size());
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        auto& st = ctx(rows[i].seq).kv_storage();
-        const std::int64_t s = step_of(i);
-        kv.write.push_back(st.slot(group, s, std::int64_t(j)));
-        kv.write_row.push_back(st.write_row(group, s, std::int64_t(j), act.runs()[i]));
+        const auto* w = &m_.layer_at(group, step_of(i), std::int64_t(j));
+        copy_of[i] = std::size_t(std::find(copy.begin(), copy.end(), w) - copy.begin());
+        if (copy_of[i] == copy.size()) copy.push_back(w);
       }
-      kv.read = [&, j](std::size_t i, const engine::row_run& run) {
-        auto& c = ctx(rows[i].seq);
-        return c.kv_storage().read(group, step_of(i), std::int64_t(j), run, c.steps_used());
-      };
-      nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(
-          be_, m_.layer_at_steps(group, rows.size(), step_of, std::int64_t(j)), m_.dims(), buf, act, kv,
-          m_.weights().rope.data(), ws.scratch());
+      if (copy.size() == 1) {
+        std::vector<std::size_t> all(rows.size());
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+        run_layer_rows(group, j, *copy[0], buf, rows, all, ws.pos(), ws, step_of);
+        continue;
+      }
+      std::vector<std::int32_t> order;  // rows grouped by copy
+      std::vector<std::vector<std::size_t>> members(copy.size());
+      for (std::size_t c = 0; c < copy.size(); ++c)
+        for (std::size_t i = 0; i < rows.size(); ++i)
+          if (copy_of[i] == c) {
+            members[c].push_back(i);
+            order.push_back(std::int32_t(i));
+          }
+      be_.upload(ws.route_idx(), order.data(), order.size());
+      gather_rows(be_, buf, h(), ws.route_idx(), std::int64_t(order.size()), h(), ws.alt(), h());
+      std::int64_t at = 0;
+      for (std::size_t c = 0; c < copy.size(); ++c) {
+        run_layer_rows(group, j, *copy[c], ws.alt() + at * h(), rows, members[c], ws.pos() + at, ws, step_of);
+        at += std::int64_t(members[c].size());
+      }
+      scatter_rows(be_, buf, h(), ws.route_idx(), ws.alt(), h(), std::int64_t(order.size()), h());
     }
+  }
+
+  // Layer j of `group` (stored weights w) on the rows `idx` of `rows`, which lie in that order in x;
+  // their positions go to `pos`.
+  template <class StepOf>
+  void run_layer_rows(layer_group group, std::size_t j, const layer_weights<Backend, T>& w, T* x,
+                      const std::vector<row>& rows, const std::vector<std::size_t>& idx, std::int32_t* pos,
+                      workspace<Backend, T>& ws, StepOf&& step_of) {
+    std::vector<row> sub;
+    for (std::size_t i : idx) sub.push_back(rows[i]);
+    const engine::active_rows act = rows_of(sub, pos);
+    kv_views<T> kv;
+    kv.row_pos = pos;
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      auto& st = ctx(sub[k].seq).kv_storage();
+      const std::int64_t s = step_of(idx[k]);
+      kv.write.push_back(st.slot(group, s, std::int64_t(j)));
+      kv.write_row.push_back(st.write_row(group, s, std::int64_t(j), act.runs()[k]));
+    }
+    kv.read = [&, j](std::size_t k, const engine::row_run& run) {
+      auto& c = ctx(sub[k].seq);
+      return c.kv_storage().read(group, step_of(idx[k]), std::int64_t(j), run, c.steps_used());
+    };
+    nn::run_layer<typename Arch::block_policy, typename Arch::rope_policy>(be_, w, m_.dims(), x, act, kv,
+                                                                         m_.weights().rope.data(), ws.scratch());
   }
 
   // Router `r` on rows [first, first + n) of the pool state: each row's gate, and whether it runs r.

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "muninn/backend/host.hpp"
 #include "muninn/frontend/model.hpp"
 #include "muninn/frontend/registry.hpp"
 
@@ -91,10 +92,21 @@ inline device_choice device_of(const option_values& o) {
   if (d.bf16 && !d.cuda)
     fail_as(error_kind::usage, o.spelled("dtype"), " bf16 needs ", o.spelled("device"),
             " cuda (the host backend computes in fp32)");
+  if (d.cuda && o.has("kernels"))
+    fail_as(error_kind::usage, o.spelled("kernels"), " chooses host kernels; with ", o.spelled("device"),
+            " cuda, cuBLAS picks its own (batch invariance is not offered there)");
 #if !defined(MUNINN_FRONTEND_CUDA)
   if (d.cuda) fail_as(error_kind::usage, "this muninn was built without CUDA (configure with -DMUNINN_ENABLE_CUDA=ON)");
 #endif
   return d;
+}
+
+/// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`
+/// batch-invariant (the server's default), else each row count's fastest kernel.
+inline host_backend host_backend_of(const option_values& o) {
+  host_backend be;
+  be.batch_invariant = find_option(o.op(), "kernels") && o.choice("kernels") == "batch-invariant";
+  return be;
 }
 
 #if defined(MUNINN_FRONTEND_CUDA)

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "lm_batch.hpp"
+#include "slot_batch.hpp"
 #include "muninn/families/huginn/family.hpp"
 #include "muninn/runtime/exit_batching.hpp"
 
@@ -18,49 +19,56 @@ namespace {
 // runs them. Fixed-depth requests, a warm start and the reference's whole-prompt exit use the
 // forward_batch engine beside it.
 template <class Model>
-class exit_batch final : public batch_engine {
-  using context = typename Model::context_type;
+struct exit_request {
   using pool = muninn::detail::exit_pool<Model>;
+  exit_request(std::int64_t i, std::int32_t s, generate_options o, typename Model::context_type c,
+               std::vector<std::int32_t> p, pool* h)
+      : id(i), slot(s), g(std::move(o)), ctx(std::move(c)), smp(g.sampling), prompt(std::move(p)), home(h) {}
+  std::int64_t id;
+  std::int32_t slot;  // its sequence index in the pools
+  generate_options g;
+  typename Model::context_type ctx;
+  sampler smp;
+  std::vector<std::int32_t> prompt;
+  pool* home;
+  std::int64_t produced = 0;
+  bool done = false;
+};
+
+template <class Model>
+class exit_batch final : public detail::slot_batch<Model, exit_request<Model>> {
+  using base = detail::slot_batch<Model, exit_request<Model>>;
+  using request = exit_request<Model>;
+  using pool = muninn::detail::exit_pool<Model>;
+  using base::by_slot;
+  using base::lim_;
+  using base::m_;
+  using base::stats_;
 
  public:
-  exit_batch(const Model& m, const batch_limits& lim) : m_(m), lim_(lim), rows_(m, lim) {}
-
-  void check(const std::vector<std::int32_t>& prompt, const option_values& o) const override { rows_.check(prompt, o); }
+  exit_batch(const Model& m, const batch_limits& lim) : base(m, lim) {}
 
   std::int64_t add(const std::vector<std::int32_t>& prompt, const option_values& o,
                    const std::vector<std::int32_t>& stops) override {
     detail::lm_request_options r = detail::lm_request_from(m_, prompt, o, lim_.context);
-    const std::int64_t id = next_id_++;
+    const std::int64_t id = this->new_id();
     const run_options& run = r.g.run;
     const halting_options h = m_.resolve_halting(run);
     if (h.criterion == halt_criterion::none || run.warm != warm_start::none || h.prefill != prefill_exit::per_token ||
         h.end != unchecked_end::final_step) {
-      inner_[rows_.add(prompt, o, stops)] = id;
+      this->add_beside(id, prompt, o, stops);
       return id;
     }
     r.g.stop_ids = stops;
-    std::int32_t slot = 0;
-    while (std::size_t(slot) < ctx_of_.size() && ctx_of_[std::size_t(slot)]) ++slot;
-    if (std::size_t(slot) == ctx_of_.size()) ctx_of_.push_back(nullptr);
     pool& p = pool_for(run);
-    auto q = std::make_unique<request>(id, slot, r.g, m_.make_context(r.lim), prompt, &p);
-    ctx_of_[std::size_t(slot)] = &q->ctx;
-    p.push(slot, prompt[0], run.seed);
-    reqs_.push_back(std::move(q));
+    request& q = this->hold(std::make_unique<request>(id, this->free_slot(), r.g, m_.make_context(r.lim), prompt, &p));
+    p.push(q.slot, prompt[0], run.seed);
     return id;
   }
 
   std::vector<batch_output> step() override {
-    stats_ = {};
     std::vector<batch_output> out;
-    if (rows_.size() > 0) {
-      for (batch_output& o : rows_.step()) {
-        o.id = inner_.at(o.id);
-        if (o.finished) erase_inner(o.id);
-        out.push_back(std::move(o));
-      }
-      stats_ = rows_.last_step();
-    }
+    this->step_beside(out);
     std::vector<float> logits;
     std::vector<std::int32_t> steps;
     const std::int64_t V = m_.config().vocab_size;
@@ -82,48 +90,12 @@ class exit_batch final : public batch_engine {
         take(r, logits.data() + std::int64_t(i) * V, out);
       }
     }
-    for (auto it = reqs_.begin(); it != reqs_.end();)
-      if ((*it)->done) {
-        ctx_of_[std::size_t((*it)->slot)] = nullptr;
-        it = reqs_.erase(it);
-      } else {
-        ++it;
-      }
+    this->reap();
     return out;
   }
 
-  void remove(std::int64_t id) override {
-    for (const auto& [inner, outer] : inner_)
-      if (outer == id) {
-        rows_.remove(inner);
-        erase_inner(id);
-        return;
-      }
-    for (auto it = reqs_.begin(); it != reqs_.end(); ++it)
-      if ((*it)->id == id) {
-        (*it)->home->drop((*it)->slot);  // its token leaves the pool now
-        ctx_of_[std::size_t((*it)->slot)] = nullptr;
-        reqs_.erase(it);
-        return;
-      }
-  }
-  std::int64_t size() const override { return std::int64_t(reqs_.size()) + rows_.size(); }
-  const batch_step_stats& last_step() const override { return stats_; }
-
  private:
-  struct request {
-    request(std::int64_t i, std::int32_t s, generate_options o, context c, std::vector<std::int32_t> p, pool* h)
-        : id(i), slot(s), g(std::move(o)), ctx(std::move(c)), smp(g.sampling), prompt(std::move(p)), home(h) {}
-    std::int64_t id;
-    std::int32_t slot;  // its sequence index in the pools
-    generate_options g;
-    context ctx;
-    sampler smp;
-    std::vector<std::int32_t> prompt;
-    pool* home;
-    std::int64_t produced = 0;
-    bool done = false;
-  };
+  void drop(const request& r) override { r.home->drop(r.slot); }
 
   // Requests share a pool when everything but the seed of their passes is equal.
   pool& pool_for(const run_options& run) {
@@ -135,15 +107,9 @@ class exit_batch final : public batch_engine {
       exit_pool_options po;
       po.max_rows = std::max<std::int64_t>(1, lim_.max_requests);
       po.run = keyed;
-      p = std::make_unique<pool>(m_, ctx_of_, po);
+      p = std::make_unique<pool>(m_, this->ctx_of_, po);
     }
     return *p;
-  }
-
-  request& by_slot(std::int32_t slot) {
-    for (auto& q : reqs_)
-      if (q->slot == slot) return *q;
-    fail("exit batch: no request holds sequence ", slot);
   }
 
   void take(request& r, const float* logits, std::vector<batch_output>& out) {
@@ -152,23 +118,7 @@ class exit_batch final : public batch_engine {
     out.push_back(std::move(o));
   }
 
-  void erase_inner(std::int64_t outer) {
-    for (auto it = inner_.begin(); it != inner_.end(); ++it)
-      if (it->second == outer) {
-        inner_.erase(it);
-        return;
-      }
-  }
-
-  const Model& m_;
-  batch_limits lim_;
-  detail::rows_batch<Model> rows_;              // fixed depth, warm starts, whole-prompt exits
-  std::map<std::int64_t, std::int64_t> inner_;  // rows_ id -> id
-  std::vector<context*> ctx_of_;                // by pool sequence index; null: free
   std::map<std::string, std::unique_ptr<pool>> pools_;
-  std::vector<std::unique_ptr<request>> reqs_;
-  std::int64_t next_id_ = 1;
-  batch_step_stats stats_;
 };
 
 template <class Model>
@@ -194,9 +144,10 @@ detail::lm_structure structure(const huginn_config& cfg) {
 }
 
 template <class Arch>
-std::unique_ptr<loaded_model> host_model(huginn_config cfg, const io::checkpoint& ck, detail::lm_extras x) {
+std::unique_ptr<loaded_model> host_model(host_backend be, huginn_config cfg, const io::checkpoint& ck,
+                                         detail::lm_extras x) {
   using M = model<host_backend, float, Arch>;
-  M m = as_kind(error_kind::checkpoint, [&] { return M(host_backend{}, std::move(cfg), ck); });
+  M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck); });
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_exit_batch<M>);
 }
 
@@ -238,10 +189,11 @@ std::unique_ptr<loaded_model> huginn_family::load(const model_folder& f, const o
     return detail::load_cuda(detail::lm_kind::huginn, f, dev.bf16, std::move(x));
 #endif
   }
-  if (pre) return add ? host_model<prenorm_add>(std::move(cfg), ck, std::move(x))
-                      : host_model<prenorm_linear>(std::move(cfg), ck, std::move(x));
-  return add ? host_model<sandwich_add>(std::move(cfg), ck, std::move(x))
-             : host_model<sandwich_linear>(std::move(cfg), ck, std::move(x));
+  const host_backend be = detail::host_backend_of(o);
+  if (pre) return add ? host_model<prenorm_add>(be, std::move(cfg), ck, std::move(x))
+                      : host_model<prenorm_linear>(be, std::move(cfg), ck, std::move(x));
+  return add ? host_model<sandwich_add>(be, std::move(cfg), ck, std::move(x))
+             : host_model<sandwich_linear>(be, std::move(cfg), ck, std::move(x));
 }
 
 }  // namespace muninn::frontend

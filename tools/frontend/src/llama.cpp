@@ -46,7 +46,7 @@ std::unique_ptr<loaded_model> llama_family::load(const model_folder& f, const op
 #endif
   }
   using M = model<host_backend, float, llama_arch>;
-  M m = as_kind(error_kind::checkpoint, [&] { return M(host_backend{}, std::move(cfg), ck); });
+  M m = as_kind(error_kind::checkpoint, [&] { return M(detail::host_backend_of(o), std::move(cfg), ck); });
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x));
 }
 

@@ -2,19 +2,34 @@
 // routers on a Llama (the reference's MoRLlamaForCausalLM checkpoints).
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "lm_batch.hpp"
+#include "slot_batch.hpp"
 #include "muninn/families/mor/arch.hpp"
+#include "muninn/families/mor/copies.hpp"
 #include "muninn/families/mor/family.hpp"
 #include "muninn/runtime/depthwise_batching.hpp"
 
 namespace muninn::frontend {
 namespace {
 
-// Llama's lines, the routers and the sharing; the per-recursion copies of the block are not
-// unique parameters.
-detail::lm_structure structure(const mor_config& cfg) {
+// How the recursions hold the block: one copy for all, or which parts each recursion stores apart.
+std::string block_copies(const recursion_copies& c) {
+  std::ostringstream os;
+  if (c.tied()) {
+    os << "one copy, shared by all " << c.recursions << " recursions";
+    return os.str();
+  }
+  os << "as stored per recursion; distinct copies of " << c.recursions * c.block << " stored:";
+  for (std::size_t p = 0; p < c.parts.size(); ++p) os << (p ? ", " : " ") << c.parts[p].label << " " << c.distinct(p);
+  return os.str();
+}
+
+// Llama's lines, the routers, the sharing and the block's copies; a recursion's stored copy that
+// equals one stored before it is not a unique parameter (it shares that one's memory).
+detail::lm_structure structure(const mor_config& cfg, const io::checkpoint& ck) {
   detail::lm_structure s = detail::llama_structure(cfg);
   const mor_settings& m = cfg.mor;
   std::ostringstream routing, sharing;
@@ -25,12 +40,11 @@ detail::lm_structure structure(const mor_config& cfg) {
   }
   sharing << m.sharing << ", " << m.recursions << " recursions of a " << cfg.n_layers_in_recurrent_block << "-layer block"
           << (m.kv_sharing ? ", recursive KV sharing" : "");
-  s.more = {{"routing", routing.str()}, {"sharing", sharing.str()}};
-  s.is_copy = [names = io::mor_names(cfg), cfg](const std::string& tensor) {
-    for (std::int64_t r = 1; r < cfg.mor.recursions; ++r)
-      for (std::int64_t l = 0; l < cfg.n_layers_in_recurrent_block; ++l)
-        if (tensor.rfind(names.block(r, l) + ".", 0) == 0) return true;
-    return false;
+  const recursion_copies copies = find_recursion_copies(ck, cfg);
+  s.more = {{"routing", routing.str()}, {"sharing", sharing.str()}, {"block copies", block_copies(copies)}};
+  const std::vector<std::string> shared = shared_copy_tensors(copies, cfg);
+  s.is_copy = [set = std::set<std::string>(shared.begin(), shared.end())](const std::string& tensor) {
+    return set.count(tensor) > 0;
   };
   return s;
 }
@@ -42,47 +56,51 @@ detail::lm_structure structure(const mor_config& cfg) {
 // router sees the whole call). Requests routed by the reference's scoring rule, which is not
 // causal, go to the forward_batch engine beside it.
 template <class Model>
-class depthwise_batch final : public batch_engine {
-  using context = typename Model::context_type;
+struct depthwise_request {
+  depthwise_request(std::int64_t i, std::int32_t s, generate_options o, typename Model::context_type c,
+                    std::vector<std::int32_t> p)
+      : id(i), slot(s), g(std::move(o)), ctx(std::move(c)), smp(g.sampling), prompt(std::move(p)) {}
+  std::int64_t id;
+  std::int32_t slot;  // its sequence index in the batcher
+  generate_options g;
+  typename Model::context_type ctx;
+  sampler smp;
+  std::vector<std::int32_t> prompt;
+  bool prefilled = false, done = false;
+  std::int64_t produced = 0;
+};
+
+template <class Model>
+class depthwise_batch final : public detail::slot_batch<Model, depthwise_request<Model>> {
+  using base = detail::slot_batch<Model, depthwise_request<Model>>;
+  using request = depthwise_request<Model>;
+  using base::lim_;
+  using base::m_;
+  using base::stats_;
 
  public:
   depthwise_batch(const Model& m, const batch_limits& lim)
-      : m_(m), lim_(lim), rows_(m, lim), batcher_(m, ctx_of_, depthwise_options{std::max<std::int64_t>(1, lim.max_requests), 1}) {}
-
-  void check(const std::vector<std::int32_t>& prompt, const option_values& o) const override { rows_.check(prompt, o); }
+      : base(m, lim), batcher_(m, this->ctx_of_, depthwise_options{std::max<std::int64_t>(1, lim.max_requests), 1}) {}
 
   std::int64_t add(const std::vector<std::int32_t>& prompt, const option_values& o,
                    const std::vector<std::int32_t>& stops) override {
     detail::lm_request_options r = detail::lm_request_from(m_, prompt, o, lim_.context);
-    const std::int64_t id = next_id_++;
+    const std::int64_t id = this->new_id();
     if (r.g.run.routing != routing_mode::causal) {
-      inner_[rows_.add(prompt, o, stops)] = id;
+      this->add_beside(id, prompt, o, stops);
       return id;
     }
     r.g.stop_ids = stops;
     r.lim.max_chunk = std::int64_t(prompt.size());
-    std::int32_t slot = 0;
-    while (std::size_t(slot) < ctx_of_.size() && ctx_of_[std::size_t(slot)]) ++slot;
-    if (std::size_t(slot) == ctx_of_.size()) ctx_of_.push_back(nullptr);
-    auto q = std::make_unique<request>(id, slot, r.g, m_.make_context(r.lim), prompt);
-    ctx_of_[std::size_t(slot)] = &q->ctx;
-    reqs_.push_back(std::move(q));
+    this->hold(std::make_unique<request>(id, this->free_slot(), r.g, m_.make_context(r.lim), prompt));
     return id;
   }
 
   std::vector<batch_output> step() override {
-    stats_ = {};
     std::vector<batch_output> out;
-    if (rows_.size() > 0) {
-      for (batch_output& o : rows_.step()) {
-        o.id = inner_.at(o.id);
-        if (o.finished) erase_inner(o.id);
-        out.push_back(std::move(o));
-      }
-      stats_ = rows_.last_step();
-    }
+    this->step_beside(out);
     std::int64_t budget = lim_.prefill_tokens;
-    for (auto& q : reqs_) {  // prompts, each in one call, at least one per step
+    for (auto& q : this->reqs_) {  // prompts, each in one call, at least one per step
       request& r = *q;
       const std::int64_t n = std::int64_t(r.prompt.size());
       if (r.prefilled || (stats_.prefill_tokens > 0 && n > budget)) continue;
@@ -101,54 +119,17 @@ class depthwise_batch final : public batch_engine {
       stats_.rows += recurring;
       stats_.layer_rows += recurring;
       const std::int64_t V = m_.config().vocab_size;
-      for (std::size_t i = 0; i < seqs.size(); ++i)
-        for (auto& q : reqs_)
-          if (q->slot == seqs[i]) {
-            ++stats_.requests;
-            take(*q, logits.data() + std::int64_t(i) * V, out);
-          }
-    }
-    for (auto it = reqs_.begin(); it != reqs_.end();)
-      if ((*it)->done) {
-        ctx_of_[std::size_t((*it)->slot)] = nullptr;
-        it = reqs_.erase(it);
-      } else {
-        ++it;
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        ++stats_.requests;
+        take(this->by_slot(seqs[i]), logits.data() + std::int64_t(i) * V, out);
       }
+    }
+    this->reap();
     return out;
   }
 
-  void remove(std::int64_t id) override {
-    for (const auto& [inner, outer] : inner_)
-      if (outer == id) {
-        rows_.remove(inner);
-        erase_inner(id);
-        return;
-      }
-    for (auto it = reqs_.begin(); it != reqs_.end(); ++it)
-      if ((*it)->id == id) {
-        batcher_.drop((*it)->slot);  // its token leaves the pool now
-        ctx_of_[std::size_t((*it)->slot)] = nullptr;
-        reqs_.erase(it);
-        return;
-      }
-  }
-  std::int64_t size() const override { return std::int64_t(reqs_.size()) + rows_.size(); }
-  const batch_step_stats& last_step() const override { return stats_; }
-
  private:
-  struct request {
-    request(std::int64_t i, std::int32_t s, generate_options o, context c, std::vector<std::int32_t> p)
-        : id(i), slot(s), g(std::move(o)), ctx(std::move(c)), smp(g.sampling), prompt(std::move(p)) {}
-    std::int64_t id;
-    std::int32_t slot;  // its sequence index in the batcher
-    generate_options g;
-    context ctx;
-    sampler smp;
-    std::vector<std::int32_t> prompt;
-    bool prefilled = false, done = false;
-    std::int64_t produced = 0;
-  };
+  void drop(const request& r) override { batcher_.drop(r.slot); }
 
   // The next token from logits, as generate samples it; it joins the pool unless the request ends.
   void take(request& r, const float* logits, std::vector<batch_output>& out) {
@@ -157,23 +138,7 @@ class depthwise_batch final : public batch_engine {
     out.push_back(std::move(o));
   }
 
-  void erase_inner(std::int64_t outer) {
-    for (auto it = inner_.begin(); it != inner_.end(); ++it)
-      if (it->second == outer) {
-        inner_.erase(it);
-        return;
-      }
-  }
-
-  const Model& m_;
-  batch_limits lim_;
-  detail::rows_batch<Model> rows_;              // scoring-routed requests
-  std::map<std::int64_t, std::int64_t> inner_;  // rows_ id -> id
-  std::vector<context*> ctx_of_;                // by batcher sequence index; null: free
-  std::vector<std::unique_ptr<request>> reqs_;
   muninn::detail::depthwise_batcher<Model> batcher_;
-  std::int64_t next_id_ = 1;
-  batch_step_stats stats_;
 };
 
 template <class Model>
@@ -183,9 +148,10 @@ std::unique_ptr<batch_engine> make_depthwise_batch(const Model& m, const batch_l
 }
 
 template <class Arch>
-std::unique_ptr<loaded_model> host_model(mor_config cfg, const io::checkpoint& ck, detail::lm_extras x) {
+std::unique_ptr<loaded_model> host_model(host_backend be, mor_config cfg, const io::checkpoint& ck,
+                                         detail::lm_extras x) {
   using M = model<host_backend, float, Arch>;
-  M m = as_kind(error_kind::checkpoint, [&] { return M(host_backend{}, std::move(cfg), ck); });
+  M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck); });
   if constexpr (std::is_same_v<typename Arch::router_policy, router::expert_choice>)
     return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_depthwise_batch<M>);
   else
@@ -217,11 +183,12 @@ std::unique_ptr<loaded_model> mor_family::load(const model_folder& f, const opti
   mor_config cfg = as_kind(error_kind::config, [&] { return io::read_mor_config(f.dir, f.mor_yaml); });
   const io::checkpoint ck = as_kind(error_kind::checkpoint, [&] { return io::open_mor_checkpoint(f.dir, cfg); });
   detail::lm_extras x;
-  x.info = detail::lm_info(detail::lm_kind::mor, name, display, f, cfg, structure(cfg), ck, io::mor_tensor_specs(cfg));
+  x.info = detail::lm_info(detail::lm_kind::mor, name, display, f, cfg, structure(cfg, ck), ck, io::mor_tensor_specs(cfg));
   detail::read_text_files(f, x);
   x.add_special = true;
-  if (cfg.mor.type == "token") return host_model<mor_token_arch>(std::move(cfg), ck, std::move(x));
-  return host_model<mor_expert_arch>(std::move(cfg), ck, std::move(x));
+  const host_backend be = detail::host_backend_of(o);
+  if (cfg.mor.type == "token") return host_model<mor_token_arch>(be, std::move(cfg), ck, std::move(x));
+  return host_model<mor_expert_arch>(be, std::move(cfg), ck, std::move(x));
 }
 
 }  // namespace muninn::frontend

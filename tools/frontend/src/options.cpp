@@ -102,6 +102,13 @@ option_spec dtype_option() {
   return choice("dtype", {"fp32", "bf16"}, "weights and activations (bf16 needs --device cuda)", "fp32",
                 {"huginn", "llama"});
 }
+// Serving defaults to batch-invariant sums: a request then gives the same bits in any batch.
+option_spec kernels_option(const std::string& def = "fastest") {
+  return choice("kernels", {"fastest", "batch-invariant"},
+                "host GEMM sums: fastest = each row count its fastest kernel; batch-invariant = one order for any "
+                "number of rows, so a sequence gives the same bits alone or batched (slower prefill)",
+                def, {"huginn", "llama", "mor"});
+}
 option_spec data_option(const std::string& help) { return required(front_end(text("data", "FILE", help))); }
 
 std::vector<option_spec> info_options() { return {config_option(), ae_option()}; }
@@ -114,6 +121,7 @@ std::vector<option_spec> forward_options() {
           cli_only(flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed)),
           device_option(),
           dtype_option(),
+          kernels_option(),
           config_option(),
           cli_only(front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]")))};
 }
@@ -140,6 +148,7 @@ std::vector<option_spec> generate_options() {
       cli_only(flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed)),
       device_option(),
       dtype_option(),
+      kernels_option(),
       config_option(),
       cli_only(choice("stream", {"auto", "on", "off"},
                       "print tokens as they are produced (auto: when stdout is a terminal)", "auto")),
@@ -257,9 +266,11 @@ std::vector<option_spec> solve_options() {
 
 std::vector<option_spec> ae_options() { return {ae_option()}; }
 
-std::vector<option_spec> tokenize_options() { return {}; }
+std::vector<option_spec> tokenize_options() { return {config_option(), ae_option()}; }
 
-std::vector<option_spec> load_options() { return {device_option(), dtype_option(), config_option(), ae_option()}; }
+std::vector<option_spec> load_options() {
+  return {device_option(), dtype_option(), kernels_option(), config_option(), ae_option()};
+}
 
 // `muninn serve`: the server's own settings (read by the server, never by a family) and the
 // options that choose how the model loads. A request's fields are options of `generate`.
@@ -283,7 +294,7 @@ std::vector<option_spec> serve_options() {
                        "a batch runs until its last request ends (the baseline)",
                        "continuous")),
   };
-  for (auto& s : load_options()) o.push_back(s);
+  for (auto& s : load_options()) o.push_back(s.name == "kernels" ? kernels_option("batch-invariant") : s);
   return o;
 }
 

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -25,7 +24,7 @@ namespace detail {
 // into the compute type; on a device backend they are stacked on the host and uploaded once.
 template <class Backend, class T>
 typename Backend::template buffer<T> load_llama_rows(const Backend& be, const io::checkpoint& ck,
-                                                     std::initializer_list<std::string> names, std::int64_t* counter) {
+                                                     const std::vector<std::string>& names, std::int64_t* counter) {
   constexpr bool on_host = std::is_same_v<typename Backend::tag, host_tag>;
   std::size_t total = 0;
   for (const std::string& n : names) total += std::size_t(ck.get(n).numel());

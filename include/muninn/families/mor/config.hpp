@@ -20,7 +20,7 @@ namespace muninn {
 /// block, and how the routers decide (what router::expert_choice and router::token_choice read).
 struct mor_settings {
   std::int64_t recursions = 0;          ///< Nr, recursions of the shared block
-  std::string sharing = "middle_cycle"; ///< cycle | middle_cycle (sequence strategies have no per-recursion block)
+  std::string sharing = "middle_cycle"; ///< cycle | sequence | middle_cycle | middle_sequence: the layout (first and last layer apart or not)
   std::string type = "expert";          ///< "expert" (expert-choice) or "token" (token-choice) routing
   std::string router_type = "linear";   ///< "linear" or "mlp" (Linear d→2d, GELU, Linear 2d→out)
   std::string router_func = "sigmoid";  ///< expert: sigmoid | tanh | none; token: softmax | sigmoid
@@ -70,13 +70,15 @@ inline double mor_alpha(double v, const std::string& path, const std::string& na
   return float_setting(v, 0, 1e6, true, path, name);
 }
 
-// Checks the settings against each other: recursions, the strategy the router transforms support,
-// router kinds, a non-increasing capacity list of one entry per recursion.
+// Checks the settings against each other: recursions, a sharing strategy, router kinds, a non-increasing capacity list of one entry per recursion.
 inline void check_mor_settings(const mor_settings& m, const std::string& path) {
   MUNINN_CHECK(m.recursions >= 1 && m.recursions <= 64, path, ": field 'mor.num_recursion' must be in [1, 64], got ",
                m.recursions);
-  MUNINN_CHECK(m.sharing == "cycle" || m.sharing == "middle_cycle", path, ": field 'mor.sharing' is \"", m.sharing,
-               "\"; Mixture-of-Recursions runs cycle or middle_cycle (the strategies its routers are defined on)");
+  try {
+    parse_sharing(m.sharing);
+  } catch (const error&) {
+    fail(path, ": field 'mor.sharing' is \"", m.sharing, "\"; it must be cycle, sequence, middle_cycle or middle_sequence");
+  }
   MUNINN_CHECK(m.type == "expert" || m.type == "token", path, ": field 'mor.type' must be \"expert\" or \"token\", got \"",
                m.type, "\"");
   MUNINN_CHECK(m.router_type == "linear" || m.router_type == "mlp" || m.router_type == "wide_mlp", path,
