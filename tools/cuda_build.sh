@@ -61,7 +61,8 @@ if [ "$mode" = cuda ]; then
   # Portability: no -march=native, the CUDA runtime linked in, data paths relative to the root.
   cmake -S . -B "$tree" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DMUNINN_ENABLE_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="$archs" -DMUNINN_CUDA_STATIC_RUNTIME=ON -DMUNINN_NATIVE=OFF \
-    -DMUNINN_BUILD_EXAMPLES=OFF -DMUNINN_BUILD_DOCS=OFF -DMUNINN_TEST_DATA_IN_BINARIES=tests/data \
+    -DMUNINN_BUILD_EXAMPLES=OFF -DMUNINN_BUILD_DOCS=OFF -DMUNINN_BUILD_SERVER=OFF \
+    -DMUNINN_TEST_DATA_IN_BINARIES=tests/data \
     -DCMAKE_CXX_FLAGS="-ffunction-sections -fdata-sections" \
     -DCMAKE_CUDA_FLAGS="-Xcompiler=-ffunction-sections,-fdata-sections" \
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,--gc-sections" \

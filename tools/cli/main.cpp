@@ -12,7 +12,9 @@
 #include "muninn/frontend/registry.hpp"
 #include "muninn/frontend/text.hpp"
 #include "muninn/io/npy.hpp"
+#if !defined(MUNINN_CLI_WITHOUT_SERVER)
 #include "muninn/server/server.hpp"
+#endif
 
 #ifndef MUNINN_VERSION
 #define MUNINN_VERSION "unknown"
@@ -164,10 +166,15 @@ int cmd_tokenize(const parsed& p) {
 }
 
 int cmd_serve(const parsed& p) {
+#if defined(MUNINN_CLI_WITHOUT_SERVER)
+  (void)p;
+  fail_as(error_kind::usage, "this muninn was built without the server (configure with -DMUNINN_BUILD_SERVER=ON)");
+#else
   muninn::server::take_signals();  // before any thread starts: the server alone takes SIGTERM
   const auto m = open_model(p);
   const muninn::server::settings s = muninn::server::settings::from(p.options, *m);
   return muninn::server::serve(*m, s, std::cout);
+#endif
 }
 
 namespace {
@@ -217,6 +224,7 @@ int dispatch(const command& cmd, const parsed& p) {
     case operation::ae: return cmd_ae(p);
     case operation::tokenize: return cmd_tokenize(p);
     case operation::serve: return cmd_serve(p);
+    case operation::load: break;  // the load-time option table, not a command
   }
   return 1;
 }
