@@ -140,6 +140,25 @@ TEST_F(CalmRandom, ChunkedPrefillEqualsOnePass) {
   }
 }
 
+// The model under calm_arch takes ids K per position: its context counts positions and keeps
+// every id; a call that is not whole chunks is one error naming the input policy.
+TEST_F(CalmRandom, TheArchModelTakesIdsKPerPosition) {
+  calm m = calm::load(dir_.string());
+  const auto& a = m.arch_model();
+  EXPECT_EQ(a.tokens_per_position(), 4);
+  EXPECT_EQ(a.tokens_per_emission(), 4);
+  EXPECT_EQ(a.output_width(), m.config().backbone.n_embd);
+  auto ctx = m.make_context(6);
+  const std::vector<std::int32_t> ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  a.forward(ctx, ids, run_options{}, logits_for::last);
+  EXPECT_EQ(ctx.length(), 3);
+  EXPECT_EQ(ctx.tokens(), ids);
+  ctx.truncate(2);
+  EXPECT_EQ(ctx.tokens(), std::vector<std::int32_t>(ids.begin(), ids.begin() + 8));
+  EXPECT_THAT(muninn_test::error_of([&] { a.forward(ctx, {1, 2, 3}, run_options{}, logits_for::last); }),
+              testing::HasSubstr("3 tokens is not a whole number of positions of 4 tokens (chunk_compress input)"));
+}
+
 TEST_F(CalmRandom, ASampleDependsOnlyOnSeedPositionAndIndex) {
   calm m = calm::load(dir_.string());
   auto ctx = m.make_context(4);
@@ -281,6 +300,32 @@ TEST(CalmReference, GenerationsAtEveryTemperatureAndSampler) {
     if (o.sampler == calm_sampler::exact) {
       for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(g.draws[i], steps[i].at("draws").as_int()) << "step " << i;
     }
+  }
+}
+
+// The same generations from `generate`, which serves calm_arch as any arch: the prompt padded to
+// whole chunks, the energy head's sampler drawing each chunk, EOS as a stop id.
+TEST(CalmReference, GenerateServesTheCalmArchAsTheReferenceGenerates) {
+  calm& m = fixture_model();
+  const std::int64_t K = m.patch_size();
+  for (const auto& c : expected_json().at("generate").as_array()) {
+    SCOPED_TRACE(c.at("name").as_string());
+    std::vector<std::int32_t> padded = muninn_test::ids_of(c.at("prompt"));
+    padded.resize((padded.size() + std::size_t(K) - 1) / std::size_t(K) * std::size_t(K),
+                  std::int32_t(m.config().pad_id));
+    generate_options g;
+    g.chunks.temperature = c.at("temperature").as_double();
+    g.chunks.sampler = c.at("sampler").as_string() == "exact" ? chunk_sampler::exact : chunk_sampler::approximate;
+    if (const io::json* n = c.find("num_samples")) g.chunks.num_samples = n->as_int();
+    g.chunks.seed = std::uint64_t(c.at("seed").as_int());
+    g.max_new_tokens = std::max<std::int64_t>(1, c.at("max_length").as_int() - std::int64_t(padded.size()));
+    g.stop_ids = {std::int32_t(m.config().eos_id)};
+    const generate_result r = generate(m.arch_model(), padded, g);
+    EXPECT_EQ(std::int64_t(r.tokens.size()) % K, 0);  // whole chunks
+    std::vector<std::int32_t> full = padded;
+    full.insert(full.end(), r.tokens.begin(), r.tokens.end());
+    EXPECT_EQ(full, muninn_test::ids_of(c.at("full")));
+    EXPECT_EQ(r.forward_calls, std::int64_t(r.tokens.size()) / K);  // one call per chunk, the prefill's included
   }
 }
 

@@ -17,6 +17,11 @@ batch). Runs every test puzzle for up to 16 supervision steps and prints
 
 Fixed S: the predictions after step S of one 16-step run (a step never depends on later ones, so
 this is the run stopped at S). Q-halt: trm_ref's solve(halting="q").
+
+When `<data>/validation/` exists (tools/reference/split_trm_demo.py writes it), a halting
+threshold is chosen there (the best accuracy, then the fewest mean steps) and the test split gets
+one more line, `steps=auto(q_halt>X) ...`; expected.json records X as `halt_threshold`, which
+`muninn demo` reads.
 """
 import argparse
 import json
@@ -35,6 +40,43 @@ import make_trm_fixtures as FX  # noqa: E402
 
 FIXED_STEPS = (1, 2, 4, 8, 16)
 MAX_STEPS = 16
+
+
+THRESHOLDS = [x / 4 for x in range(-16, 33)]  # -4 .. 8 in steps of 0.25
+
+
+def load_split(split_dir):
+    meta = json.load(open(os.path.join(split_dir, "dataset.json")))
+    arrays = {k: np.load(os.path.join(split_dir, f"all__{k}.npy")) for k in
+              ("inputs", "labels", "puzzle_identifiers", "puzzle_indices", "group_indices")}
+    batch, _ = FX.example_batch(arrays, meta, range(len(arrays["inputs"])))
+    return arrays, batch
+
+
+def stop_at_threshold(trace, threshold):
+    """Per puzzle: the first step whose q_halt > threshold (else the last), and that step's
+    predictions (the run stopped there: a step never depends on later ones)."""
+    q = torch.stack([r["q_halt"] for r in trace])  # [S, B]
+    over = q > threshold
+    steps = torch.where(over.any(0), over.float().argmax(0) + 1, torch.full_like(over[0], len(trace), dtype=torch.long))
+    preds = torch.stack([r["preds"] for r in trace])  # [S, B, L]
+    return steps, preds[steps - 1, torch.arange(q.shape[1])]
+
+
+def calibrate(model, batch):
+    """The threshold chosen on the validation split: the best exact accuracy within 16 steps,
+    ties broken by fewer mean steps, then by the smaller threshold."""
+    labels = batch["labels"]
+    valid = labels != R.IGNORE_LABEL_ID
+    with torch.no_grad():
+        trace = model.solve(batch, MAX_STEPS)["trace"]
+    rows = []
+    for x in THRESHOLDS:
+        steps, preds = stop_at_threshold(trace, x)
+        acc = float(((preds == labels) | ~valid).all(-1).float().mean())
+        rows.append((x, acc, float(steps.float().mean())))
+    best = min(rows, key=lambda r: (-r[1], r[2], r[0]))
+    return best, rows
 
 
 def main():
@@ -85,6 +127,21 @@ def main():
                            mean_steps=round(mean_steps, 6), steps=q["steps"].tolist(),
                            steps_histogram=np.bincount(q["steps"].numpy(), minlength=MAX_STEPS + 1)[1:].tolist(),
                            exact="".join("1" if v else "0" for v in ok.tolist()))
+    calibration = None
+    val_dir = os.path.join(data, "validation")
+    if os.path.isdir(val_dir):
+        _, val_batch = load_split(val_dir)
+        (x, vacc, vsteps), rows = calibrate(model, val_batch)
+        steps, preds = stop_at_threshold(fixed["trace"], x)
+        ok = exact(preds)
+        acc, mean_steps = float(ok.float().mean()), float(steps.float().mean())
+        lines.append(f"steps=auto(q_halt>{x:g}) accuracy={acc:.4f} mean_steps={mean_steps:.4f}")
+        calibration = dict(split=f"{data_rel}/validation", puzzles=len(val_batch["labels"]), threshold=x,
+                           validation_accuracy=round(vacc, 6), validation_mean_steps=round(vsteps, 6),
+                           rule="the best validation accuracy within 16 steps, then the fewest mean steps, then the "
+                                "smaller threshold, over -4 .. 8 in steps of 0.25",
+                           test_correct=int(ok.sum()), test_accuracy=round(acc, 6), test_mean_steps=round(mean_steps, 6),
+                           sweep=[dict(threshold=r[0], accuracy=round(r[1], 6), mean_steps=round(r[2], 6)) for r in rows])
     for line in lines:
         print(line)
 
@@ -108,6 +165,9 @@ def main():
         "margins": {"min_abs_q_halt_over_all_steps": round(qmargin, 6),
                     "min_pred_top1_top2_over_all_steps": round(pmargin, 6)},
     }
+    if calibration:
+        e["halt_threshold"] = calibration["threshold"]
+        e["calibration"] = calibration
     if args.train_data:
         import train_trm as TT
         tr_in = np.load(os.path.join(args.train_data, "train", "all__inputs.npy"))

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "muninn/engine/layer_dims.hpp"
@@ -66,15 +67,14 @@ class workspace {
   float* gates() { return gates_.data(); }                  ///< the picked rows' gates [rows]
 
   /// \brief A policy's per-call object of type S kept across calls (the exit test's backend
-  /// buffers): made by `make()` the first time, or when a call needs another type, then reused,
-  /// so that decoding does not allocate per token.
+  /// buffers, an input policy's scratch): made by `make()` the first time a call needs that type,
+  /// then reused, so that decoding does not allocate per token. One object per type.
   template <class S, class Make>
   S& reuse(Make&& make) {
-    if (!state_ || state_type_ != &typeid(S)) {
-      state_ = std::shared_ptr<void>(new S(make()), [](void* p) { delete static_cast<S*>(p); });
-      state_type_ = &typeid(S);
-    }
-    return *static_cast<S*>(state_.get());
+    for (const auto& st : states_)
+      if (st.first == &typeid(S)) return *static_cast<S*>(st.second.get());
+    states_.emplace_back(&typeid(S), std::shared_ptr<void>(new S(make()), [](void* p) { delete static_cast<S*>(p); }));
+    return *static_cast<S*>(states_.back().second.get());
   }
 
   std::vector<std::int32_t> host_ids;  ///< staging of the ids
@@ -86,8 +86,7 @@ class workspace {
       logits_, route_hidden_;
   typename Backend::template buffer<std::int32_t> ids_, pos_, route_idx_, route_pos_;
   typename Backend::template buffer<float> gates_;
-  std::shared_ptr<void> state_;               // see reuse()
-  const std::type_info* state_type_ = nullptr;
+  std::vector<std::pair<const std::type_info*, std::shared_ptr<void>>> states_;  // see reuse()
 };
 
 }  // namespace muninn

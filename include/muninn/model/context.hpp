@@ -37,19 +37,20 @@ class inference_context {
 
   /// \brief Allocates the cache for `lim` (max_steps already resolved) and a workspace of
   /// `lim.max_chunk` rows.
+  /// `tokens_per_position`: ids per position (K of a chunk input; 1 for token embeddings).
   inference_context(const Backend& be, const layer_dims& d, const kv_layout& lay, std::int64_t vocab,
-                    context_limits lim)
-      : limits_(lim), kv_(be, lay, lim), ws_(be, d, vocab, lim.max_chunk) {
+                    context_limits lim, std::int64_t tokens_per_position = 1)
+      : limits_(lim), tokens_per_position_(tokens_per_position), kv_(be, lay, lim), ws_(be, d, vocab, lim.max_chunk) {
     last_state_ = be.template alloc_zeroed<T>(std::size_t(d.h));
-    tokens_.reserve(std::size_t(lim.max_tokens));
+    tokens_.reserve(std::size_t(lim.max_tokens * tokens_per_position));
     steps_used_.reserve(std::size_t(lim.max_tokens));
   }
 
-  /// \brief Tokens already in the cache.
+  /// \brief Positions already in the cache (tokens, or chunks of K tokens under a chunk input).
   std::int64_t length() const { return length_; }
   /// \brief The limits the context was made with.
   const context_limits& limits() const { return limits_; }
-  /// \brief Ids of every token fed so far (the history samplers need).
+  /// \brief Ids of every token fed so far (the history samplers need): length() · K of them.
   const std::vector<std::int32_t>& tokens() const { return tokens_; }
   /// \brief Recurrence steps each cached token ran (its exit step under adaptive halting).
   const std::vector<std::int32_t>& steps_used() const { return steps_used_; }
@@ -65,7 +66,7 @@ class inference_context {
                  "]");
     length_ = new_length;
     if constexpr (detail::has_truncate<storage_type>) kv_.truncate(new_length);  // ragged caches drop rows
-    tokens_.resize(std::size_t(new_length));
+    tokens_.resize(std::size_t(new_length * tokens_per_position_));
     steps_used_.resize(std::size_t(new_length));
     if (new_length == 0) has_last_state_ = false;
   }
@@ -90,6 +91,7 @@ class inference_context {
   friend class model;
 
   context_limits limits_;
+  std::int64_t tokens_per_position_ = 1;
   std::int64_t length_ = 0;
   storage_type kv_;
   typename Backend::template buffer<T> last_state_;  // raw final state of the last token: the warm start of the next

@@ -61,6 +61,8 @@ class model {
   using halting_policy = typename Arch::halting_policy;      ///< HaltingPolicy
   using family_policy = typename Arch::family_policy;        ///< FamilyPolicy
   using router_policy = typename Arch::router_policy;        ///< RouterPolicy
+  using input_policy = typename Arch::input_policy;          ///< InputPolicy
+  using head_policy = typename Arch::head_policy;            ///< HeadPolicy
   using config_type = typename family_policy::config_type;   ///< the family's config (sizes and its own fields)
   /// \brief The family's weights (the layer stack and its own parameters).
   using weights_type = typename family_policy::template weights_type<Backend, T>;
@@ -135,6 +137,11 @@ class model {
   /// \brief Width of one output row: the vocabulary size, or what the HeadPolicy says
   /// (`head::final_norm`: the hidden size).
   std::int64_t output_width() const { return head_output_width<typename Arch::head_policy>(cfg_); }
+  /// \brief Token ids one position takes: K under a chunk input (`input::chunk_compress`), else 1.
+  /// Calls take ids K per position; contexts count positions.
+  std::int64_t tokens_per_position() const { return input_tokens_per_position<typename Arch::input_policy>(cfg_); }
+  /// \brief Tokens one emission of the head holds: K for a chunk head (`head::energy`), else 1.
+  std::int64_t tokens_per_emission() const { return head_tokens_per_row<typename Arch::head_policy>(cfg_); }
   /// \brief The output matrix [V, h]: the embedding when tied.
   const T* output_weight() const { return cfg_.tie_embeddings ? w_.wte.data() : w_.lm_head.data(); }
   /// \brief Number of KV slots per token for `max_steps` recurrences and a budget (0: none).
@@ -156,7 +163,7 @@ class model {
     MUNINN_CHECK(lim.kv_budget >= 0, "context: kv_budget must be >= 0, got ", lim.kv_budget);
     lim.max_chunk = std::min(lim.max_chunk, lim.max_tokens);
     family_configure<family_policy>(cfg_, lim);
-    return context_type(be_, dims_, kv_shape(), output_width(), lim);
+    return context_type(be_, dims_, kv_shape(), output_width(), lim, tokens_per_position());
   }
   /// \brief A context for `max_tokens` tokens and up to `max_steps` recurrences (-1: mean_recurrence).
   context_type make_context(std::int64_t max_tokens, std::int64_t max_steps = -1) const {
@@ -182,7 +189,7 @@ class model {
                              logits_for which = logits_for::all) const {
     MUNINN_CHECK(!ids.empty(), "forward: no tokens given");
     check_tokens(ctx, ids);
-    const std::int64_t total = std::int64_t(ids.size()), V = output_width();
+    const std::int64_t total = std::int64_t(ids.size()) / tokens_per_position(), V = output_width();
     std::vector<float> out(std::size_t(which == logits_for::all ? total * V : V));
     if (opt.latents) opt.latents->assign(std::size_t(total * dims_.h), 0.0f);
     if (opt.blend.mixed) opt.blend.mixed->assign(std::size_t(total * dims_.h), 0.0f);
@@ -198,7 +205,7 @@ class model {
                  " tokens of a call in one pass; the context's max_chunk is ", ctx.limits().max_chunk,
                  " (make the context with max_chunk >= ", total, ")");
     for (std::int64_t c0 = 0; c0 < total; c0 += chunk) {
-      std::vector<piece> pieces{make_piece(ctx, ids, c0, std::min(chunk, total - c0), out, which)};
+      std::vector<piece> pieces{make_piece(ctx, ids, c0, std::min(chunk, total - c0), out, which, tokens_per_position())};
       forward_pass<model>(*this, ctx.ws_, pieces, opt).run();
     }
     return out;
@@ -208,7 +215,7 @@ class model {
   std::vector<float> forward(const std::vector<std::int32_t>& ids, const run_options& opt = {}) const {
     MUNINN_CHECK(!ids.empty(), "forward: no tokens given");
     context_limits lim;
-    lim.max_tokens = std::int64_t(ids.size());
+    lim.max_tokens = std::int64_t(ids.size()) / tokens_per_position();
     lim.max_steps = std::max(resolve_steps(opt), opt.halt.max_steps);
     if (router_policy::routes || exits_together(opt)) lim.max_chunk = lim.max_tokens;  // one pass
     MUNINN_CHECK(lim.max_tokens <= cfg_.block_size, "sequence of ", lim.max_tokens, " tokens exceeds block_size ",
@@ -234,7 +241,7 @@ class model {
       for (std::size_t q = 0; q < r; ++q)
         MUNINN_CHECK(ctxs[q] != ctxs[r], "forward_batch: rows ", q, " and ", r, " share a context");
       check_tokens(*ctxs[r], ids[r]);
-      const std::int64_t n = std::int64_t(ids[r].size());
+      const std::int64_t n = std::int64_t(ids[r].size()) / tokens_per_position();
       out[r].assign(std::size_t(which == logits_for::all ? n * output_width() : (n ? output_width() : 0)), 0.0f);
       longest = std::max(longest, n);
     }
@@ -244,8 +251,10 @@ class model {
     for (std::int64_t c0 = 0; c0 < longest; c0 += chunk) {
       std::vector<piece> pieces;
       for (std::size_t r = 0; r < ids.size(); ++r) {
-        const std::int64_t n_r = std::int64_t(ids[r].size());
-        if (c0 < n_r) pieces.push_back(make_piece(*ctxs[r], ids[r], c0, std::min(chunk, n_r - c0), out[r], which));
+        const std::int64_t n_r = std::int64_t(ids[r].size()) / tokens_per_position();
+        if (c0 < n_r)
+          pieces.push_back(
+              make_piece(*ctxs[r], ids[r], c0, std::min(chunk, n_r - c0), out[r], which, tokens_per_position()));
       }
       forward_pass<model>(*this, ws, pieces, opt).run();
     }
@@ -266,20 +275,21 @@ class model {
  private:
   using piece = pass_piece<context_type>;  // = forward_pass<model>::piece
 
-  // Tokens c0 … c0+n−1 of `ids` as one piece; its logits go to the matching rows of `out`.
+  // Positions c0 … c0+n−1 of `ids` (K ids each) as one piece; its logits go to the matching rows of `out`.
   static piece make_piece(context_type& ctx, const std::vector<std::int32_t>& ids, std::int64_t c0, std::int64_t n,
-                          std::vector<float>& out, logits_for which) {
-    const std::int64_t V = std::int64_t(out.size()) / (which == logits_for::all ? std::int64_t(ids.size()) : 1);
+                          std::vector<float>& out, logits_for which, std::int64_t K) {
+    const std::int64_t positions = std::int64_t(ids.size()) / K;
+    const std::int64_t V = std::int64_t(out.size()) / (which == logits_for::all ? positions : 1);
     piece p;
     p.ctx = &ctx;
-    p.ids = ids.data() + c0;
+    p.ids = ids.data() + c0 * K;
     p.n = n;
     p.offset = c0;
     p.first_of_call = c0 == 0;
     if (which == logits_for::all) {
       p.out = out.data() + c0 * V;
       p.out_rows = n;
-    } else if (c0 + n == std::int64_t(ids.size())) {
+    } else if (c0 + n == positions) {
       p.out = out.data();
       p.out_rows = 1;
     }
@@ -313,7 +323,10 @@ class model {
   }
 
   void check_tokens(const context_type& ctx, const std::vector<std::int32_t>& ids) const {
-    const std::int64_t end = ctx.length() + std::int64_t(ids.size());
+    const std::int64_t K = tokens_per_position();
+    MUNINN_CHECK(std::int64_t(ids.size()) % K == 0, ids.size(), " tokens is not a whole number of positions of ", K,
+                 " tokens (", input_policy::name, " input)");
+    const std::int64_t end = ctx.length() + std::int64_t(ids.size()) / K;
     MUNINN_CHECK(end <= cfg_.block_size, "sequence of ", end, " tokens exceeds block_size ", cfg_.block_size);
     MUNINN_CHECK(end <= ctx.limits().max_tokens, "sequence of ", end, " tokens exceeds the context capacity of ",
                  ctx.limits().max_tokens, " tokens");

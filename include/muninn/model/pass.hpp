@@ -22,6 +22,7 @@
 #include "muninn/policies/halting_options.hpp"
 #include "muninn/policies/head.hpp"
 #include "muninn/policies/injection.hpp"
+#include "muninn/policies/input.hpp"
 #include "muninn/policies/state_init.hpp"
 
 namespace muninn {
@@ -146,19 +147,26 @@ class forward_pass {
   /// \brief True while some piece is still running.
   bool any_active() const { return !rows_.empty(); }
 
-  /// \brief e = embedding(ids) · InputPolicy::scale(h), or the caller's `run_options::input_rows`.
+  /// \brief e = embedding(ids) · InputPolicy::scale(h), or what the InputPolicy's own `embed`
+  /// makes of the rows' K ids (a chunk input), or the caller's `run_options::input_rows`.
   void embed() {
     if (opt_.input_rows) return copy_input_rows();
+    using input = typename arch_type::input_policy;
+    const std::int64_t K = m_.tokens_per_position();
+    if (std::int64_t(ws_.host_ids.size()) < rows_.size() * K) ws_.host_ids.resize(std::size_t(rows_.size() * K));
     std::int64_t r = 0;
     for (const auto& run : rows_.runs()) {
       const piece& p = pieces_[std::size_t(run.seq)];
-      std::copy(p.ids, p.ids + p.n, ws_.host_ids.begin() + r);
+      std::copy(p.ids, p.ids + p.n * K, ws_.host_ids.begin() + r * K);
       r += p.n;
     }
-    be_.upload(ws_.ids(), ws_.host_ids.data(), std::size_t(r));
-    const std::int64_t h = m_.dims().h;
-    embedding(be_, m_.weights().wte.data(), m_.config().vocab_size, h, ws_.ids(), r,
-              arch_type::input_policy::scale(h), ws_.e());
+    if constexpr (detail::has_input_embed<input, forward_pass>) {
+      input::embed(*this, ws_.host_ids.data(), r);
+    } else {
+      be_.upload(ws_.ids(), ws_.host_ids.data(), std::size_t(r));
+      const std::int64_t h = m_.dims().h;
+      embedding(be_, m_.weights().wte.data(), m_.config().vocab_size, h, ws_.ids(), r, input::scale(h), ws_.e());
+    }
   }
 
   /// \brief e = the rows of `run_options::input_rows` that belong to each piece.
@@ -276,6 +284,16 @@ class forward_pass {
     for (const auto& run : rows_.runs()) finish(run, src);
   }
 
+  /// \brief Pieces flagged in `done` (one flag per run, in run order) leave now, between steps:
+  /// they emit their outputs, finish (their cache fills the deeper slots they skip) and their rows
+  /// are compacted away, as when the exit test passes. A schedule's own exit rule uses it: a
+  /// router that drops tokens from the recursion, say.
+  void exit_runs(const std::vector<std::uint8_t>& done) {
+    MUNINN_CHECK(done.size() == rows_.runs().size(), "exit_runs: ", done.size(), " flags for ", rows_.runs().size(),
+                 " runs");
+    if (std::find(done.begin(), done.end(), std::uint8_t(1)) != done.end()) leave(done, false);
+  }
+
   /// \brief y = RMSNorm(y) with the final norm (ln_f), on the active rows.
   void final_norm(value_type* y) {
     rmsnorm(be_, y, m_.weights().ln_f.data(), y, rows_.size(), m_.dims().h, m_.dims().eps);
@@ -376,7 +394,7 @@ class forward_pass {
       if (b != ws_.checked() || has_checked_) engine::compact_rows(be_, b, h, keep, ws_.head());
     rows_ = rows_.kept(keep);
     upload_positions();
-    monitor_->keep(pooled_ ? keep : keep_runs);
+    if (monitor_) monitor_->keep(pooled_ ? keep : keep_runs);
   }
 
   // The rows' positions on the backend, for caches that attend by position.
@@ -437,7 +455,7 @@ class forward_pass {
       piece& p = pieces_[k];
       auto& ctx = *p.ctx;
       ctx.length_ += p.n;
-      ctx.tokens_.insert(ctx.tokens_.end(), p.ids, p.ids + p.n);
+      ctx.tokens_.insert(ctx.tokens_.end(), p.ids, p.ids + p.n * ctx.tokens_per_position_);
       std::vector<std::int32_t> steps(std::size_t(p.n), std::int32_t(p.steps_done));
       if (!depth_.empty()) steps = depth_[k];
       ctx.steps_used_.insert(ctx.steps_used_.end(), steps.begin(), steps.end());

@@ -22,6 +22,9 @@ struct generate_options {
   std::vector<std::int32_t> stop_ids;  ///< generation ends after producing one of these
   std::int64_t draft_steps = 0;        ///< self-speculative decoding: recurrences of the draft (0: off)
   std::int64_t lookahead = 0;          ///< self-speculative decoding: tokens drafted per verification
+  /// The sampler settings of a head that emits K-token chunks (CALM's `head::energy`): temperature,
+  /// batch approximation or exact sampler, seed, given draws. A one-token head uses `sampling`.
+  chunk_sampling_options chunks;
   /// Called with each new token as soon as it is final, and the recurrence steps that chose it;
   /// returning false ends the generation after that token (a front end's cancellation or a
   /// streaming client that went away). Empty: no call.
@@ -55,14 +58,59 @@ std::int64_t max_steps_needed(const Model& m, const generate_options& o) {
   return std::max({steps, o.run.halt.max_steps, o.draft_steps});
 }
 
+namespace detail {
+
+/// \brief generate for a head with a sampler of its own (`make_sampler`): each step the head's
+/// sampler turns the last output row into one emission (K tokens for a chunk head), which is fed
+/// back whole. Stops after an emission that holds a stop id, once max_new_tokens tokens are out
+/// (whole emissions: up to K − 1 more), or when the context is full.
+template <class Model>
+generate_result generate_emissions(const Model& m, typename Model::context_type& ctx,
+                                   const std::vector<std::int32_t>& prompt, const generate_options& opt) {
+  MUNINN_CHECK(opt.draft_steps == 0 && opt.lookahead == 0, "generate: speculative decoding needs a one-token head; ",
+               Model::head_policy::name, " emits ", m.tokens_per_emission(), " tokens at a time");
+  generate_result res;
+  if (opt.max_new_tokens == 0) return res;
+  auto smp = Model::head_policy::make_sampler(m);
+  smp.check(opt.chunks);
+  run_options run = opt.run;
+  std::vector<std::int32_t> used;
+  run.steps_used = &used;
+  std::vector<float> row = m.forward(ctx, prompt, run, logits_for::last);
+  for (std::int64_t step = 0;; ++step) {
+    ++res.forward_calls;
+    std::int64_t draws = 0;
+    const std::vector<std::int32_t> out = smp.next(row.data(), ctx.length() - 1, step, opt.chunks, draws);
+    res.last_logits = row;
+    bool stop = false;
+    for (std::int32_t t : out) {
+      res.tokens.push_back(t);
+      res.steps.push_back(used.back());
+      if (opt.on_token && !opt.on_token(t, used.back())) stop = true;
+      stop = stop || is_stop(opt, t);
+    }
+    if (stop || std::int64_t(res.tokens.size()) >= opt.max_new_tokens || ctx.length() >= ctx.limits().max_tokens)
+      return res;
+    row = m.forward(ctx, out, run, logits_for::last);
+  }
+}
+
+template <class Model>
+inline constexpr bool emits_by_sampler = has_head_sampler<typename Model::head_policy, Model>;
+
+}  // namespace detail
+
 /// \brief Decodes with the KV cache: the prompt is prefilled in one call, then each new token is
 /// fed alone. Greedy or sampled as `opt.sampling` says; self-speculative when draft_steps and
-/// lookahead are set. Returns only the new tokens.
+/// lookahead are set. Returns only the new tokens. A head with a sampler of its own (CALM's
+/// `head::energy`) draws each emission with it (`opt.chunks`) and feeds the whole emission back;
+/// its prompt is K tokens per position.
 template <class Model>
 generate_result generate(const Model& m, typename Model::context_type& ctx, const std::vector<std::int32_t>& prompt,
                          const generate_options& opt) {
   MUNINN_CHECK(!prompt.empty(), "generate: the prompt is empty");
   MUNINN_CHECK(opt.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, got ", opt.max_new_tokens);
+  if constexpr (detail::emits_by_sampler<Model>) return detail::generate_emissions(m, ctx, prompt, opt);
   const bool speculative = opt.draft_steps > 0 || opt.lookahead > 0;
   generate_result res;
   if (opt.max_new_tokens == 0) return res;
@@ -141,11 +189,13 @@ generate_result generate(const Model& m, typename Model::context_type& ctx, cons
 template <class Model>
 generate_result generate(const Model& m, const std::vector<std::int32_t>& prompt, const generate_options& opt) {
   context_limits lim;
-  lim.max_tokens = std::int64_t(prompt.size()) + std::max<std::int64_t>(opt.max_new_tokens, 0) + opt.lookahead;
+  const std::int64_t per_in = m.tokens_per_position(), per_out = m.tokens_per_emission();  // 1, 1 but for chunk slots
+  lim.max_tokens = std::int64_t(prompt.size()) / per_in +
+                   (std::max<std::int64_t>(opt.max_new_tokens, 0) + per_out - 1) / per_out + opt.lookahead;
   lim.max_tokens = std::min(lim.max_tokens, m.config().block_size);
   lim.max_steps = max_steps_needed(m, opt);
   if (opt.run.halt.prefill == prefill_exit::prompt || Model::router_policy::routes)  // the prompt runs as one pass
-    lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(prompt.size()));
+    lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(prompt.size()) / per_in);
   auto ctx = m.make_context(lim);
   return generate(m, ctx, prompt, opt);
 }
@@ -172,6 +222,9 @@ std::vector<std::int32_t> generate_greedy(const Model& m, const std::vector<std:
 template <class Model>
 std::vector<generate_result> generate_batch(const Model& m, const std::vector<std::vector<std::int32_t>>& prompts,
                                             const generate_options& opt) {
+  static_assert(!detail::emits_by_sampler<Model>,
+                "generate_batch samples one token per row from logits; a head with its own sampler (head::energy) "
+                "runs with generate, one sequence at a time");
   MUNINN_CHECK(opt.draft_steps == 0 && opt.lookahead == 0, "generate_batch: speculative decoding is single-sequence");
   const std::size_t B = prompts.size();
   std::vector<generate_result> res(B);

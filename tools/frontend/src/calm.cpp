@@ -29,7 +29,7 @@ std::string str(A&&... a) {
 // (usage errors) before the autoencoder's own checks could report them as internal errors.
 class calm_ae final : public calm_extras {
  public:
-  explicit calm_ae(ae_host* ae) : ae_(ae) {}
+  explicit calm_ae(const ae_host* ae) : ae_(ae) {}
   std::int64_t patch_size() const override { return ae_->config().patch_size; }
   std::int64_t latent_size() const override { return ae_->config().latent_size; }
   std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) const override {
@@ -69,7 +69,7 @@ class calm_ae final : public calm_extras {
     for (std::size_t i = 0; i < z.size(); ++i)
       if (!std::isfinite(z[i])) fail_as(error_kind::usage, "the latents: value ", i, " is ", z[i]);
   }
-  ae_host* ae_;
+  const ae_host* ae_;
 };
 
 void check_prompt(const std::vector<std::int32_t>& ids, std::int64_t vocab) {

@@ -57,7 +57,7 @@ class chunk_autoencoder {
 
   /// \brief Encodes `ids` (n·K tokens, n whole chunks; backend memory) into [n, 2l] on the
   /// backend: each row is mean (l values) then log σ (l values).
-  void encode(const std::int32_t* ids, std::int64_t n, T* out) {
+  void encode(const std::int32_t* ids, std::int64_t n, T* out) const {
     const std::int64_t H = cfg_.hidden_size, K = cfg_.patch_size;
     T* x = scratch_.get(be_, 0, std::size_t(n * K * H));
     embedding(be_, w_.embed.data(), cfg_.vocab_size, H, ids, n * K, 1.0f, x);
@@ -70,7 +70,7 @@ class chunk_autoencoder {
   }
 
   /// \brief Host convenience: mean; log σ per chunk [n, 2l] as float.
-  std::vector<float> encode(const std::vector<std::int32_t>& ids) {
+  std::vector<float> encode(const std::vector<std::int32_t>& ids) const {
     const std::int64_t n = check_chunks(ids);
     auto d_ids = upload_ids(ids);
     auto out = be_.template alloc<T>(std::size_t(n * 2 * cfg_.latent_size));
@@ -81,7 +81,7 @@ class chunk_autoencoder {
   }
 
   /// \brief Decoder trunk: latents z [n, l] (backend) → normalised token rows [n·K, H] in `rows`.
-  void decode_hidden(const T* z, std::int64_t n, T* rows) {
+  void decode_hidden(const T* z, std::int64_t n, T* rows) const {
     const std::int64_t H = cfg_.hidden_size;
     T* x = scratch_.get(be_, 2, std::size_t(n * H));
     linear_forward(be_, w_.from_latent, z, n, x);
@@ -94,7 +94,8 @@ class chunk_autoencoder {
 
   /// \brief Decodes latents z [n, l] (backend) to n·K token ids (backend), the arg-max of each
   /// token's logits, in blocks of chunks that bound the logits buffer to about `logits_budget` bytes.
-  void decode_argmax(const T* z, std::int64_t n, std::int32_t* ids, std::size_t logits_budget = std::size_t(64) << 20) {
+  void decode_argmax(const T* z, std::int64_t n, std::int32_t* ids,
+                     std::size_t logits_budget = std::size_t(64) << 20) const {
     const std::int64_t K = cfg_.patch_size, H = cfg_.hidden_size, V = cfg_.vocab_size, l = cfg_.latent_size;
     const std::int64_t per_block = std::max<std::int64_t>(1, std::int64_t(logits_budget / (sizeof(T) * K * V)));
     for (std::int64_t c0 = 0; c0 < n; c0 += per_block) {
@@ -108,7 +109,7 @@ class chunk_autoencoder {
   }
 
   /// \brief Host convenience: logits [n·K, V] (float) of latents z [n, l] given on the host.
-  std::vector<float> decode_logits(const std::vector<float>& z) {
+  std::vector<float> decode_logits(const std::vector<float>& z) const {
     const std::int64_t n = check_latents(z), K = cfg_.patch_size, H = cfg_.hidden_size, V = cfg_.vocab_size;
     auto dz = upload(z);
     T* rows = scratch_.get(be_, 3, std::size_t(n * K * H));
@@ -121,7 +122,7 @@ class chunk_autoencoder {
   }
 
   /// \brief Host convenience: token ids [n·K] decoded from latents z [n, l] given on the host.
-  std::vector<std::int32_t> decode(const std::vector<float>& z) {
+  std::vector<std::int32_t> decode(const std::vector<float>& z) const {
     const std::int64_t n = check_latents(z);
     auto dz = upload(z);
     auto ids = be_.template alloc<std::int32_t>(std::size_t(n * cfg_.patch_size));
@@ -132,7 +133,7 @@ class chunk_autoencoder {
   }
 
   /// \brief Round trip: decode(mean of encode(ids)), the autoencoder's reconstruction.
-  std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) {
+  std::vector<std::int32_t> reconstruct(const std::vector<std::int32_t>& ids) const {
     const std::vector<float> lat = encode(ids);
     const std::int64_t n = std::int64_t(ids.size()) / cfg_.patch_size, l = cfg_.latent_size;
     std::vector<float> mean(std::size_t(n * l));
@@ -142,7 +143,7 @@ class chunk_autoencoder {
   }
 
  private:
-  void run_stage(const std::vector<ae_layer_weights<Backend, T>>& layers, T* x, std::int64_t rows) {
+  void run_stage(const std::vector<ae_layer_weights<Backend, T>>& layers, T* x, std::int64_t rows) const {
     const std::int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size;
     if (layers.empty()) return;
     T* t = scratch_.get(be_, 5, std::size_t(rows * H));
@@ -180,7 +181,9 @@ class chunk_autoencoder {
   Backend be_;
   autoencoder_config cfg_;
   autoencoder_weights<Backend, T> w_;
-  calm_scratch<Backend, T> scratch_;
+  // Activations of the calls (the decoder is const: a head decodes with it from the model's
+  // weights); one call at a time per autoencoder.
+  mutable calm_scratch<Backend, T> scratch_;
 };
 
 }  // namespace muninn

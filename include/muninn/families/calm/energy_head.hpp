@@ -16,7 +16,7 @@
 namespace muninn {
 
 /// \brief Stream kind of the head's noise (see stream_seed). The samplers' choice and Bernoulli
-/// streams are kinds 2 and 3 (runtime/chunk_sampling.hpp), BrierLM's head samples kind 4
+/// streams are kinds 2 and 3 (ops/chunk_choice.hpp, ops/chunk_exact.hpp), BrierLM's head samples kind 4
 /// (runtime/calm_brier.hpp).
 inline constexpr std::uint64_t calm_noise_stream_kind = 1;
 
@@ -34,16 +34,14 @@ inline std::vector<float> calm_noise(std::uint64_t seed, std::int64_t p, std::in
   return u;
 }
 
-namespace head {
-
-/// \brief The energy head (the reference's `MLPGenerator.sample`), S samples per hidden row.
+/// \brief The energy head's generator (the reference's `MLPGenerator.sample`), S samples per
+/// hidden row. The HeadPolicy that owns it is `head::energy` (families/calm/energy_policy.hpp).
 ///
 /// c = LN_h(Linear(h)) once per row; e = LN_u(Linear(u)) per sample; each block
 /// e += down(silu(g) · v) with [g; v] = L4(silu(L2(silu(L0([LN_in(e); c]))))); z = F2(silu(F0(LN(e)))).
 /// L0 over the concatenation is computed as two GEMMs: the c half once per row (shared by all S
 /// samples of that row), the e half per sample, summed — the same sum the reference's one GEMM makes.
-struct energy {
-  static constexpr const char* name = "energy";  ///< spelling used in messages
+struct energy_generator {
 
   /// \brief Samples latents.
   /// \param be      the backend
@@ -115,5 +113,4 @@ struct energy {
   }
 };
 
-}  // namespace head
 }  // namespace muninn
