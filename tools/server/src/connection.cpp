@@ -67,7 +67,7 @@ int connection_probe::find() const {
 bool connection_probe::alive() {
   const auto now = std::chrono::steady_clock::now();
   if (!alive_ || now < next_check_) return alive_;
-  next_check_ = now + std::chrono::milliseconds(200);
+  next_check_ = now + std::chrono::milliseconds(50);
   if (fd_ == -2) fd_ = find();
   if (fd_ < 0) return true;
   char c;

@@ -16,7 +16,7 @@ class connection_probe {
   connection_probe(std::string remote_addr, int remote_port, int local_port);
   /// \brief False once the peer has closed or reset the connection; true while it is open, and
   /// when its socket cannot be found (then nothing is known). The socket is peeked at most every
-  /// 200 ms; calls in between repeat the last answer, so a waiter may ask after every wake-up.
+  /// 50 ms; calls in between repeat the last answer, so a waiter may ask after every wake-up.
   bool alive();
 
  private:
