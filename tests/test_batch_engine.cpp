@@ -73,7 +73,9 @@ std::vector<result> run_batched(const fe::loaded_model& m, const std::vector<req
     }
   }
   EXPECT_EQ(engine->size(), 0);
-  if (reqs.size() > 1) EXPECT_GT(widest, 1) << "no step advanced two requests: nothing was batched";
+  if (reqs.size() > 1) {
+    EXPECT_GT(widest, 1) << "no step advanced two requests: nothing was batched";
+  }
   return out;
 }
 
@@ -100,7 +102,9 @@ void expect_batch_equals_alone(const std::string& model, const std::vector<reque
     SCOPED_TRACE(model + ", request " + std::to_string(i));
     EXPECT_FALSE(want.tokens.empty());
     EXPECT_EQ(got[i].tokens, want.tokens);
-    if (same_steps) EXPECT_EQ(got[i].steps, want.steps);
+    if (same_steps) {
+      EXPECT_EQ(got[i].steps, want.steps);
+    }
     EXPECT_EQ(got[i].steps.size(), got[i].tokens.size());
   }
 }
