@@ -48,10 +48,8 @@ void set_gemm_counters(benchmark::State& st, i64 M, i64 N, i64 K) {
       benchmark::Counter(4.0 * double(N) * double(K), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Args: M, N, K, threads.
-void BM_gemm_nt(benchmark::State& st) {
-  const i64 M = st.range(0), N = st.range(1), K = st.range(2);
-  const auto be = backend_for(st, 3);
+// Times gemm_nt on random fp32 A [M, K] and B [N, K] with backend `be`.
+void time_gemm(benchmark::State& st, const muninn::host_backend& be, i64 M, i64 N, i64 K) {
   const auto A = random_vec(std::size_t(M * K), 1);
   const auto B = random_vec(std::size_t(N * K), 2);
   std::vector<float> C(std::size_t(M * N));
@@ -63,23 +61,16 @@ void BM_gemm_nt(benchmark::State& st) {
   set_gemm_counters(st, M, N, K);
 }
 
+// Args: M, N, K, threads.
+void BM_gemm_nt(benchmark::State& st) { time_gemm(st, backend_for(st, 3), st.range(0), st.range(1), st.range(2)); }
 
 // The default kernels (mode 0) against the row-invariant ones (mode 1, host_backend::batch_invariant:
 // one summation order for every row count, what continuous batching needs). Args: mode, M, N, K,
 // threads.
 void BM_gemm_batch_invariant(benchmark::State& st) {
-  const i64 M = st.range(1), N = st.range(2), K = st.range(3);
   auto be = backend_for(st, 4);
   be.batch_invariant = st.range(0) == 1;
-  const auto A = random_vec(std::size_t(M * K), 1);
-  const auto B = random_vec(std::size_t(N * K), 2);
-  std::vector<float> C(std::size_t(M * N));
-  for (auto _ : st) {
-    muninn::gemm_nt(be, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
-    benchmark::DoNotOptimize(C.data());
-    benchmark::ClobberMemory();
-  }
-  set_gemm_counters(st, M, N, K);
+  time_gemm(st, be, st.range(1), st.range(2), st.range(3));
 }
 
 #if defined(MUNINN_BENCH_CBLAS)
