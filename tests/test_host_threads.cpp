@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -35,6 +36,42 @@ TEST(ThreadPool, EveryChunkRunsExactlyOnce) {
     pool.run(chunks, 3, [&](i64 i) { hits[std::size_t(i)].fetch_add(1); });
     for (i64 i = 0; i < chunks; ++i) ASSERT_EQ(hits[std::size_t(i)].load(), 1) << "job " << job << " chunk " << i;
   }
+}
+
+// Back-to-back jobs, each one chunk longer than the last half the time: a worker still holding
+// the previous job's claim word must not pair it with the new job's chunk count (it once claimed
+// one chunk past the old job's end, ran it twice in the new job or counted it there, and the
+// caller then waited for ever; before the fix 9 runs in 10 of this test failed or hung).
+// A hang fails here within a minute instead of at ctest's timeout.
+TEST(ThreadPool, AStaleWorkerNeverClaimsAChunkOfTheNextJob) {
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!finished.load()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr, "thread_pool::run hung: a job's caller never saw all its chunks finish\n");
+        std::_Exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  {
+    thread_pool pool(3);
+    for (int job = 0; job < 100000; ++job) {
+      const i64 chunks = 2 + job % 2;
+      std::atomic<int> hits[3] = {{0}, {0}, {0}};
+      pool.run(chunks, 3, [&](i64 i) { hits[i].fetch_add(1); });
+      bool once = true;
+      for (i64 i = 0; i < 3; ++i) once = once && hits[i].load() == (i < chunks ? 1 : 0);
+      if (!once) {
+        ADD_FAILURE() << "job " << job << " (" << chunks << " chunks) ran " << hits[0].load() << ","
+                      << hits[1].load() << "," << hits[2].load() << " times";
+        break;
+      }
+    }
+  }
+  finished.store(true);
+  watchdog.join();
 }
 
 TEST(ThreadPool, HelpersBoundTheThreadsThatTakePart) {

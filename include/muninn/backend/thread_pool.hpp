@@ -97,8 +97,12 @@ inline int default_host_threads() {
 /// One job at a time: a call made while the pool is busy (from another thread, or from inside a
 /// chunk) runs its chunks serially on its own thread instead of waiting. Chunks are claimed in
 /// order through one atomic word that also carries the job's number, so a worker that wakes late
-/// can never claim a chunk of a job that has moved on. A chunk that throws ends the job after the
-/// chunks already claimed; the first exception is rethrown to the caller.
+/// can never claim a chunk of a job that has moved on. A new job first publishes its number with
+/// the chunk index closed, and only then rewrites the job's fields: a worker still holding the
+/// previous job's word can therefore never pair it with the new job's chunk count (which once let
+/// such a worker claim one chunk past the old job's end, run it and count it into the new job, so
+/// the caller waited for ever). A chunk that throws ends the job after the chunks already claimed;
+/// the first exception is rethrown to the caller.
 class thread_pool {
  public:
   /// \brief Starts `workers` threads (the caller is one more).
@@ -135,7 +139,8 @@ class thread_pool {
   template <class F>
   void run(std::int64_t chunks, int helpers, F&& body) {
     if (chunks <= 0) return;
-    if (chunks == 1 || helpers <= 0 || in_job() || busy_.exchange(true, std::memory_order_acquire)) {
+    const bool too_many = chunks >= std::int64_t(closed);  // the index field's range; never met in practice
+    if (chunks == 1 || too_many || helpers <= 0 || in_job() || busy_.exchange(true, std::memory_order_acquire)) {
       for (std::int64_t i = 0; i < chunks; ++i) body(i);
       return;
     }
@@ -147,13 +152,16 @@ class thread_pool {
     using Body = std::remove_reference_t<F>;
     call_ = [](void* ctx, std::int64_t i) { (*static_cast<Body*>(ctx))(i); };
     ctx_ = const_cast<void*>(static_cast<const void*>(&body));
+    const std::uint64_t job = (word_.load(std::memory_order_relaxed) >> 32) + 1;
+    word_.store(job << 32 | closed);  // from here no claim on the previous job's word succeeds
     error_ = nullptr;
     failed_.store(false, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
     helpers_.store(helpers, std::memory_order_relaxed);
-    const std::uint64_t job = (word_.load(std::memory_order_relaxed) >> 32) + 1;
-    word_.store(job << 32);  // seq_cst: pairs with a sleeping worker's check (see wait_for_job)
+    // release: a thread that reads this count also sees the closed word above, so its claim
+    // with an older word fails (see work)
+    chunks_.store(chunks, std::memory_order_release);
+    word_.store(job << 32);  // seq_cst: opens the job; pairs with a sleeping worker's check (see wait_for_job)
     if (sleepers_.load() > 0) {
       { std::lock_guard<std::mutex> lk(mutex_); }
       wake_.notify_all();
@@ -180,8 +188,9 @@ class thread_pool {
     std::uint64_t w = word_.load(std::memory_order_acquire);
     for (;;) {
       if ((w >> 32) != job) break;
-      const std::int64_t i = std::int64_t(w & 0xffffffffu);
-      const std::int64_t chunks = chunks_.load(std::memory_order_relaxed);
+      const std::int64_t i = std::int64_t(w & closed);
+      // acquire: if this is a newer job's count, the CAS below sees that job's closed word and fails
+      const std::int64_t chunks = chunks_.load(std::memory_order_acquire);
       if (i >= chunks) break;
       if (!word_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
       if (!failed_.load(std::memory_order_relaxed)) {
@@ -230,23 +239,30 @@ class thread_pool {
     }
   }
 
+  // A job is there to join once its number differs from `seen` and it is open (not being set up).
+  static bool joinable(std::uint64_t w, std::uint64_t seen) { return (w >> 32) != seen && (w & closed) != closed; }
+
   std::uint64_t wait_for_job(std::uint64_t seen) {
     detail::spinner sp(spin_time());
     for (;;) {
-      const std::uint64_t job = word_.load(std::memory_order_acquire) >> 32;
-      if (job != seen || stop_.load(std::memory_order_relaxed)) return job;
+      const std::uint64_t w = word_.load(std::memory_order_acquire);
+      if (joinable(w, seen) || stop_.load(std::memory_order_relaxed)) return w >> 32;
       if (!sp.spin()) break;
     }
     std::unique_lock<std::mutex> lk(mutex_);
     sleepers_.fetch_add(1);
     std::uint64_t job = seen;
     wake_.wait(lk, [&] {
-      job = word_.load() >> 32;
-      return job != seen || stop_.load();
+      const std::uint64_t w = word_.load();
+      job = w >> 32;
+      return joinable(w, seen) || stop_.load();
     });
     sleepers_.fetch_sub(1);
     return job;
   }
+
+  // The chunk index of a job being set up: above any chunk count, so nothing can be claimed.
+  static constexpr std::uint64_t closed = 0xffffffffu;
 
   std::vector<std::thread> threads_;
   std::mutex mutex_;
