@@ -22,6 +22,19 @@
 //   cache decode vs recompute    | 1e-4                       | GEMMs of M = 1 and M = n may pick
 //   batch vs single (logits)     |                            | different cuBLAS kernels (order only)
 //
+// What the bf16 bound can and cannot see. A wiring fault (a RoPE sign flip, a dropped residual)
+// moves fp32 logits of these fixtures by 0.05-0.09, the size of bf16's own rounding noise over a
+// whole model (1.6 % of max |logit| in PyTorch's own bf16 run), so no whole-model bf16 bound can
+// tell the two apart, and a host oracle in bf16-rounded arithmetic would not help: it would have
+// to round at exactly the points each CUDA kernel does (inside cuBLAS too) to be tighter than the
+// noise. Such faults are caught elsewhere instead: model<cuda_backend, T> is one template whose
+// only T-dependent code is the upload/download conversion and the bf16 checkpoint load (checked bit
+// for bit below), so the fp32 run above (1e-3, where the smallest wrong variant moves 7.9e-3)
+// checks the wiring bf16 shares, and every bf16 kernel is checked alone in tests/op_cases.hpp
+// against double precision on the same bf16 inputs (2e-2 relative per element: a sign flip changes
+// an element by O(1)). This bound is what is left: a smoke check that the bf16 model as a whole
+// runs and stays within its rounding.
+//
 // Attention (generic head dims) against the host op: |Δ| ≤ 1e-5 + rel·|want|, rel 1e-4 (fp32),
 // 2e-2 (bf16: only the output rounding differs; inputs are the same bf16 values).
 #include <gtest/gtest.h>
