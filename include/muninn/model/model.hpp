@@ -15,6 +15,7 @@
 #include "muninn/core/error.hpp"
 #include "muninn/model/arch.hpp"
 #include "muninn/model/context.hpp"
+#include "muninn/model/convert_weights.hpp"
 #include "muninn/model/options.hpp"
 #include "muninn/model/pass.hpp"
 #include "muninn/model/weights.hpp"
@@ -30,6 +31,11 @@ using layer_at_step_t = decltype(std::declval<const W&>().layer_at_step(layer_gr
 /// \brief Whether a family's weights keep layers of their own for some steps (see model::layer_at).
 template <class W>
 inline constexpr bool has_layer_at_step = detected_v<W, layer_at_step_t>;
+template <class W>
+using recursion_layers_t = decltype(std::declval<W&>().recursion_layers);
+/// \brief Whether a family's weights keep extra layers beside the stack (see model::store_weights_as).
+template <class W>
+inline constexpr bool has_recursion_layers = detected_v<W, recursion_layers_t>;
 }  // namespace detail
 
 /// \brief A (recurrent-depth) language model on a backend.
@@ -101,8 +107,45 @@ class model {
   const weights_type& weights() const { return w_; }
   /// \brief Unique parameters (a duplicate lm_head is not counted).
   std::int64_t parameter_count() const { return w_.parameter_count; }
-  /// \brief Bytes of parameter storage on the backend.
-  std::size_t weight_bytes() const { return std::size_t(w_.parameter_count) * sizeof(T); }
+  /// \brief Bytes of parameter storage on the backend (after store_weights_as: fp32 parameters
+  /// left, plus the converted matrices, a tied head's converted copy included).
+  std::size_t weight_bytes() const {
+    return std::size_t(w_.parameter_count) * sizeof(T) - converted_freed_ + converted_added_;
+  }
+  /// \brief The format of the layers' projection matrices and the output matrix (fp32 unless
+  /// store_weights_as changed it).
+  muninn::weight_format weight_format() const { return format_; }
+  /// \brief Host only: stores every layer's projection matrices (q/k/v, o, gate/up, down) and the
+  /// output matrix in `format` (bf16 or q8), freeing their fp32 copies; norms, biases and the
+  /// embedding table stay fp32 (a tied head gets a converted copy beside it). The GEMMs then
+  /// widen the weights in registers and accumulate in fp32. Call once, before any context is
+  /// made; fp32 does nothing.
+  /// \throws muninn::error when the model is already converted or a weight cannot be quantized
+  void store_weights_as(muninn::weight_format format) {
+    static_assert(std::is_same_v<typename Backend::tag, host_tag>,
+                  "store_weights_as: bf16 / q8 weight formats are a host_backend option");
+    if (format == weight_format::f32) return;
+    MUNINN_CHECK(format_ == weight_format::f32, "store_weights_as: the weights are already ", weight_format_name(format_));
+    detail::weight_converter c(be_, format);
+    const char* names[3] = {"prelude", "core", "coda"};
+    std::vector<layer_weights<Backend, T>>* groups[3] = {&w_.prelude, &w_.core, &w_.coda};
+    for (int g = 0; g < 3; ++g)
+      for (std::size_t j = 0; j < groups[g]->size(); ++j)
+        c.layer((*groups[g])[j], dims_, std::string(names[g]) + " layer " + std::to_string(j));
+    if constexpr (detail::has_recursion_layers<weights_type>)
+      for (std::size_t j = 0; j < w_.recursion_layers.size(); ++j)
+        c.layer(w_.recursion_layers[j], dims_, "recursion layer " + std::to_string(j));
+    if constexpr (!std::is_same_v<typename Arch::head_policy, head::final_norm>) {
+      const std::int64_t V = cfg_.vocab_size, h = cfg_.n_embd;
+      w_.head_converted = cfg_.tie_embeddings ? c.copy(w_.wte.data(), V, h, "output matrix (tied embedding)")
+                                              : c.take(w_.lm_head, h, "lm_head");
+    }
+    converted_freed_ = c.freed();
+    converted_added_ = c.added();
+    format_ = format;
+  }
+  /// \brief Host: the converted output matrix the head reads, or null (fp32).
+  const host_weight* output_converted() const { return w_.head_converted.get(); }
   /// \brief Layer sizes.
   const layer_dims& dims() const { return dims_; }
   /// \brief The stored layers of one group (a plain stack keeps all of them in the prelude).
@@ -142,7 +185,8 @@ class model {
   std::int64_t tokens_per_position() const { return input_tokens_per_position<typename Arch::input_policy>(cfg_); }
   /// \brief Tokens one emission of the head holds: K for a chunk head (`head::energy`), else 1.
   std::int64_t tokens_per_emission() const { return head_tokens_per_row<typename Arch::head_policy>(cfg_); }
-  /// \brief The output matrix [V, h]: the embedding when tied.
+  /// \brief The output matrix [V, h]: the embedding when tied (null when an untied head is
+  /// stored converted: see output_converted).
   const T* output_weight() const { return cfg_.tie_embeddings ? w_.wte.data() : w_.lm_head.data(); }
   /// \brief Number of KV slots per token for `max_steps` recurrences and a budget (0: none).
   std::int64_t kv_slots(std::int64_t max_steps, std::int64_t budget = 0) const {
@@ -338,6 +382,8 @@ class model {
   Backend be_;
   config_type cfg_;
   weights_type w_;
+  muninn::weight_format format_ = weight_format::f32;
+  std::size_t converted_freed_ = 0, converted_added_ = 0;  // bytes store_weights_as freed / made
   layer_dims dims_;
   sharing_layout sharing_;
 };

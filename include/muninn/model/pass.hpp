@@ -418,7 +418,7 @@ class forward_pass {
     }
     if (m == 0) return 0;
     const head_args<backend_type, value_type> a{be_, g, m, h, V, m_.weights().ln_f.data(), m_.dims().eps,
-                                                m_.output_weight(), ws_.logits()};
+                                                m_.output_weight(), ws_.logits(), m_.output_converted()};
     arch_type::head_policy::logits(a);
     return m;
   }

@@ -3,6 +3,7 @@
 /// \brief Weight storage of a model on its backend, and reading one tensor of a checkpoint into it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "muninn/core/error.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/nn/layer_weights.hpp"
+#include "muninn/ops/weight.hpp"
 
 namespace muninn {
 
@@ -34,6 +36,9 @@ struct model_weights {
   /// \var coda
   /// \brief Coda layers, run once after the recurrence.
   std::int64_t parameter_count = 0;  ///< unique parameters (the RoPE table and a duplicate lm_head excluded)
+  /// \brief Host only: the output matrix in a bf16 or q8 format (null: fp32). Tied, it is a copy
+  /// beside the fp32 embedding the lookups read; untied, it replaces `lm_head`, which is then empty.
+  std::shared_ptr<const host_weight> head_converted;
 };
 
 namespace detail {

@@ -15,6 +15,7 @@
 #include "muninn/engine/kv_views.hpp"
 #include "muninn/engine/layer_dims.hpp"
 #include "muninn/engine/rows.hpp"
+#include "muninn/nn/linear.hpp"
 #include "muninn/nn/residual.hpp"
 #include "muninn/ops/ops.hpp"
 
@@ -30,12 +31,13 @@ void attention_op(const Backend& be, Args&&... args) {
 }  // namespace detail
 
 /// \brief The attention mixer's parameters on the backend, in the layers' layout.
-template <class T>
+/// \tparam W the matrices' handle: a pointer to T, or on the host a weight_view (bf16 / q8 weights)
+template <class T, class W = const T*>
 struct attention_params {
-  const T* wqkv = nullptr;     ///< [(H + 2·Hkv)·D, h]: the q rows, then k, then v
+  W wqkv{};                    ///< [(H + 2·Hkv)·D, h]: the q rows, then k, then v
   const T* qk_bias = nullptr;  ///< q bias [H·D] then k bias [Hkv·D], added before RoPE; null: none
   const T* v_bias = nullptr;   ///< [Hkv·D], or null
-  const T* o = nullptr;        ///< output projection [h, H·D]
+  W o{};                       ///< output projection [h, H·D]
   const T* o_bias = nullptr;   ///< [h], or null
 };
 
@@ -47,8 +49,8 @@ struct attention_params {
 template <class Rope>
 struct attention_mixer {
   /// \brief One mixer call over `rows`; `in` and `out` are [rows, h], `s` the layer's scratch.
-  template <class Backend, class T>
-  static void forward(const Backend& be, const attention_params<T>& w, const layer_dims& d, const T* in,
+  template <class Backend, class T, class W>
+  static void forward(const Backend& be, const attention_params<T, W>& w, const layer_dims& d, const T* in,
                       const engine::active_rows& rows, const kv_views<T>& kv, const float* rope,
                       const layer_scratch<T>& s, T* out, residual r) {
     MUNINN_CHECK(rope || !w.qk_bias, "attention: a q/k bias is added by the RoPE step, and there is no RoPE table");
@@ -86,7 +88,7 @@ struct attention_mixer {
         detail::attention_op(be, q, ldq, k.k, k.v, ldk, o, qd, g.n, k.nkv, d.n_heads, d.n_kv_heads, d.head_dim, scale);
       }
     }
-    gemm_nt(be, rows.size(), d.h, qd, 1.0f, s.attn, qd, w.o, qd, r == residual::add ? 1.0f : 0.0f, out, d.h);
+    linear_gemm(be, rows.size(), d.h, qd, 1.0f, s.attn, qd, w.o, qd, r == residual::add ? 1.0f : 0.0f, out, d.h);
     if (w.o_bias) add_bias_rows(be, out, d.h, w.o_bias, rows.size(), d.h);
   }
 
@@ -113,29 +115,29 @@ struct attention_mixer {
     return kv_read<T>{kv.write[i].k, kv.write[i].v, write_row(kv, rows, i) + g.n};
   }
   // q, k and v of all rows with one GEMM into qkv [n, qd + 2·kvd] (a call without a cache).
-  template <class Backend, class T>
-  static void project_fused(const Backend& be, const attention_params<T>& w, const layer_dims& d, const T* in,
+  template <class Backend, class T, class W>
+  static void project_fused(const Backend& be, const attention_params<T, W>& w, const layer_dims& d, const T* in,
                             std::int64_t n, T* qkv) {
     const std::int64_t h = d.h, qd = d.q_dim(), kvd = d.kv_dim(), ld = qd + 2 * kvd;
-    gemm_nt(be, n, ld, h, 1.0f, in, h, w.wqkv, h, 0.0f, qkv, ld);
+    linear_gemm(be, n, ld, h, 1.0f, in, h, w.wqkv, h, 0.0f, qkv, ld);
     if (w.v_bias) add_bias_rows(be, qkv + qd + kvd, ld, w.v_bias, n, kvd);
   }
   // q for all rows; k and v straight into the cache when one run, else through k_tmp / v_tmp
   // (which, without a cache, is where they stay).
-  template <class Backend, class T>
-  static void project(const Backend& be, const attention_params<T>& w, const layer_dims& d, const T* in,
+  template <class Backend, class T, class W>
+  static void project(const Backend& be, const attention_params<T, W>& w, const layer_dims& d, const T* in,
                       const engine::active_rows& rows, const kv_views<T>& kv, const layer_scratch<T>& s) {
     const std::int64_t h = d.h, qd = d.q_dim(), kvd = d.kv_dim(), n = rows.size();
-    const T* wk = w.wqkv + qd * h;
-    const T* wv = wk + kvd * h;
-    gemm_nt(be, n, qd, h, 1.0f, in, h, w.wqkv, h, 0.0f, s.q, qd);
+    const W wk = weight_rows(w.wqkv, qd, h);
+    const W wv = weight_rows(w.wqkv, qd + kvd, h);
+    linear_gemm(be, n, qd, h, 1.0f, in, h, w.wqkv, h, 0.0f, s.q, qd);
     if (kv.no_new_kv) return;
     const auto& runs = rows.runs();
     const bool direct = runs.size() == 1 && !kv.write.empty();
     T* k = direct ? kv.write[0].k + write_row(kv, rows, 0) * kvd : s.k_tmp;
     T* v = direct ? kv.write[0].v + write_row(kv, rows, 0) * kvd : s.v_tmp;
-    gemm_nt(be, n, kvd, h, 1.0f, in, h, wk, h, 0.0f, k, kvd);
-    gemm_nt(be, n, kvd, h, 1.0f, in, h, wv, h, 0.0f, v, kvd);
+    linear_gemm(be, n, kvd, h, 1.0f, in, h, wk, h, 0.0f, k, kvd);
+    linear_gemm(be, n, kvd, h, 1.0f, in, h, wv, h, 0.0f, v, kvd);
     if (w.v_bias) add_bias_rows(be, v, kvd, w.v_bias, n, kvd);
     if (direct || kv.write.empty()) return;
     for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -6,7 +6,10 @@
 /// against that run's KV view.
 
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 
+#include "muninn/backend/host.hpp"
 #include "muninn/core/error.hpp"
 #include "muninn/engine/kv_views.hpp"
 #include "muninn/engine/layer_dims.hpp"
@@ -41,14 +44,15 @@ class layer_pass {
   }
   /// \brief proj = o_proj(attention(q, k, v of `in`)), writing the new keys/values to the cache.
   void attention(const T* in) {
-    const attention_params<T> p{w_.wqkv.data(), data_or_null(w_.qk_bias), data_or_null(w_.v_bias),
-                                w_.attn_proj.data(), data_or_null(w_.o_bias)};
+    const attention_params<T, weight_arg> p{matrix(w_.wqkv, w_.converted.wqkv, d_.h), data_or_null(w_.qk_bias),
+                                            data_or_null(w_.v_bias), matrix(w_.attn_proj, w_.converted.attn_proj, d_.q_dim()),
+                                            data_or_null(w_.o_bias)};
     attention_mixer<Rope>::forward(be_, p, d_, in, rows_, kv_, rope_, s_, s_.proj, residual::none);
   }
   /// \brief proj = down(silu(gate(in)) · up(in)).
   void mlp(const T* in) {
-    const swiglu<T> m{w_.fc.data(), w_.mlp_proj.data(), d_.h, d_.inter, data_or_null(w_.fc_bias),
-                      data_or_null(w_.mlp_proj_bias)};
+    const swiglu<T, weight_arg> m{matrix(w_.fc, w_.converted.fc, d_.h), matrix(w_.mlp_proj, w_.converted.mlp_proj, d_.inter),
+                                  d_.h, d_.inter, data_or_null(w_.fc_bias), data_or_null(w_.mlp_proj_bias)};
     m(be_, in, rows_.size(), s_.proj, residual::none, s_.mlp_in, s_.mlp_act);
   }
   /// \brief The token-mixing MLP in place on x: per run (every run one sample of the same length
@@ -73,7 +77,22 @@ class layer_pass {
   const layer_weights<Backend, T>& weights() const { return w_; }
 
  private:
+  static constexpr bool host = std::is_same_v<typename Backend::tag, host_tag>;
+  // What the GEMMs take for a matrix: on the host a weight_view (fp32, bf16 or q8), else a pointer.
+  using weight_arg = std::conditional_t<host, weight_view, const T*>;
+
   static const T* data_or_null(const typename Backend::template buffer<T>& b) { return b.size() ? b.data() : nullptr; }
+  // A matrix [N, K]: its converted copy when it has one, else its buffer.
+  static weight_arg matrix(const typename Backend::template buffer<T>& b, const std::shared_ptr<const host_weight>& c,
+                           std::int64_t K) {
+    if constexpr (host) {
+      return c ? c->view() : weight_view::f32(b.data(), K);
+    } else {
+      (void)c;
+      (void)K;
+      return b.data();
+    }
+  }
   // A layer that stores no weight for norm i (TRM / HRM's post-norm) normalises without one.
   rms_norm<T> norm_at(int i) const { return rms_norm<T>{data_or_null(w_.norm[i]), d_.h, d_.eps}; }
 

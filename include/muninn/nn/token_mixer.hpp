@@ -14,10 +14,10 @@ namespace muninn::nn {
 
 /// \brief Mixes the S positions of each of n samples h [n·S, D], in place: per sample t = hᵀ
 /// [D, S], t ← norm(t + mlp(t)) with the MLP and the post-norm over the position axis (width S),
-/// h = tᵀ.
-template <class T>
+/// h = tᵀ. `W` is the MLP matrices' handle (see swiglu).
+template <class T, class W = const T*>
 struct token_mixer {
-  swiglu<T> mlp;   ///< width S: positions in, positions out
+  swiglu<T, W> mlp;   ///< width S: positions in, positions out
   rms_norm<T> norm;  ///< width S (TRM: weightless)
 
   /// \brief Mixes h; scratch: t [n·D·S], gu [n·D, 2·mlp.inter], act [n·D, mlp.inter].

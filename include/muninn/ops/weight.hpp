@@ -78,6 +78,19 @@ struct weight_view {
     }
     return v;
   }
+  /// \brief The matrix from row `n` on (a row slice: q8 rows carry their scales along).
+  weight_view rows_from(std::int64_t n) const {
+    weight_view v = *this;
+    switch (format) {
+      case weight_format::f32: v.data = static_cast<const float*>(data) + n * ld; break;
+      case weight_format::bf16: v.data = static_cast<const bf16*>(data) + n * ld; break;
+      case weight_format::q8:
+        v.data = static_cast<const std::int8_t*>(data) + n * ld;
+        v.scales = scales + n * (ld / q8_block);
+        break;
+    }
+    return v;
+  }
   /// \brief Row `n` of an fp32 matrix.
   const float* f32_row(std::int64_t n) const { return static_cast<const float*>(data) + n * ld; }
   /// \brief Row `n` of a bf16 matrix.

@@ -22,13 +22,17 @@
 ///   runtime/sampling.hpp.
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <vector>
 
 #include "muninn/core/config.hpp"
+#include "muninn/backend/host.hpp"
 #include "muninn/ops/chunk_choice.hpp"
+#include "muninn/ops/gemm_weight.hpp"
 #include "muninn/ops/ops.hpp"
+#include "muninn/ops/weight.hpp"
 #include "muninn/policies/detect.hpp"
 
 namespace muninn {
@@ -45,7 +49,22 @@ struct head_args {
   float eps;           ///< its epsilon
   const T* weight;     ///< output matrix [V, h] (the embedding when tied)
   T* logits;           ///< [rows, V]
+  /// \brief Host only: the output matrix in a bf16 or q8 format, which the head's GEMM reads
+  /// instead of `weight` (null: read `weight`; an untied head's fp32 `weight` is then null).
+  const host_weight* converted;
 };
+
+/// \brief logits = x · Wᵀ for a head's rows: the converted output matrix when it has one.
+template <class Backend, class T>
+void output_gemm(const head_args<Backend, T>& a) {
+  if constexpr (std::is_same_v<typename Backend::tag, host_tag>) {
+    if (a.converted) {
+      gemm_nt(a.be, a.rows, a.vocab, a.h, 1.0f, a.x, a.h, a.converted->view(), 0.0f, a.logits, a.vocab);
+      return;
+    }
+  }
+  gemm_nt(a.be, a.rows, a.vocab, a.h, 1.0f, a.x, a.h, a.weight, a.h, 0.0f, a.logits, a.vocab);
+}
 
 namespace detail {
 template <class P, class Config>
@@ -132,7 +151,7 @@ struct softmax {
   template <class Backend, class T>
   static void logits(const head_args<Backend, T>& a) {
     rmsnorm(a.be, a.x, a.norm, a.x, a.rows, a.h, a.eps);
-    gemm_nt(a.be, a.rows, a.vocab, a.h, 1.0f, a.x, a.h, a.weight, a.h, 0.0f, a.logits, a.vocab);
+    output_gemm(a);
   }
 };
 

@@ -80,7 +80,7 @@ struct lm_q_halt {
   /// \brief One GEMM against the output matrix (no norm: the stream is post-normed already).
   template <class Backend, class T>
   static void logits(const head_args<Backend, T>& a) {
-    gemm_nt(a.be, a.rows, a.vocab, a.h, 1.0f, a.x, a.h, a.weight, a.h, 0.0f, a.logits, a.vocab);
+    output_gemm(a);
   }
   /// \brief q [samples, 2] = (q_halt, q_continue) from the first row of each sample.
   /// \param be      the backend

@@ -290,7 +290,7 @@ class depthwise_batcher {
     T* x = last_ws_.e();
     run_group(layer_group::coda, x, done_, last_ws_, [](std::size_t) { return std::int64_t(0); });
     const head_args<Backend, T> a{be_, x, n, h(), V, m_.weights().ln_f.data(), m_.dims().eps, m_.output_weight(),
-                                  last_ws_.logits()};
+                                  last_ws_.logits(), m_.output_converted()};
     Arch::head_policy::logits(a);
     logits.resize(std::size_t(n * V));
     engine::download_floats(be_, last_ws_.logits(), n * V, logits.data());

@@ -235,7 +235,7 @@ class exit_pool {
     Arch::recurrence_policy::readout(rv, y);
     be_.copy(ws_.normed(), y, std::size_t(n * h()));
     const head_args<Backend, T> a{be_, ws_.normed(), n, h(), V, m_.weights().ln_f.data(), m_.dims().eps,
-                                  m_.output_weight(), ws_.logits()};
+                                  m_.output_weight(), ws_.logits(), m_.output_converted()};
     Arch::head_policy::logits(a);
     out.resize(std::size_t(n * V));
     engine::download_floats(be_, ws_.logits(), n * V, out.data());

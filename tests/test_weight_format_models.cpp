@@ -1,0 +1,186 @@
+// Whole models with their projection and output matrices stored in bf16 or q8
+// (model::store_weights_as) against the same model in fp32: logit error, KL divergence and
+// greedy-token agreement within bounds measured on these fixtures (docs/performance.md,
+// "Weight formats"), bit-equal results for any thread count, memory that shrinks, and for one
+// untied model an exact oracle: the fp32 model run on the same rounded weights.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muninn/families/llama/arch.hpp"
+#include "muninn/families/mor/arch.hpp"
+#include "muninn/muninn.hpp"
+#include "test_util.hpp"
+
+using namespace muninn;
+
+namespace {
+
+const std::string data = std::string(MUNINN_TEST_DATA) + "/";
+
+// Logit bounds per family and format, on these tiny random-weight fixtures (their logits span
+// tens of units, so absolute errors are larger than on a trained model). Each bound is the
+// largest value measured over the family's fixtures (printed as "[ measured ]", and listed in
+// docs/performance.md, "Weight formats") times about 2.5; argmax agreement is over 24 positions,
+// and MoR's routers may flip a token's depth, so its bound is lower. A wrong wiring (a matrix not
+// converted, or read at the wrong rows) is caught by the rounded-weights oracle below instead.
+struct bounds {
+  double max_abs;  // largest |logit - fp32 logit|
+  double kl;       // largest per-position KL(fp32 || format)
+  double agree;    // least fraction of positions whose argmax matches fp32
+};
+struct family_bounds {
+  bounds bf16, q8;
+};
+const family_bounds llama_bounds{{0.4, 3e-3, 0.9}, {1.2, 2.5e-2, 0.9}};     // measured 0.163, 1.2e-3 / 0.477, 1.0e-2
+const family_bounds huginn_bounds{{0.015, 4e-6, 0.9}, {0.04, 3e-5, 0.9}};  // measured 0.0042, 9.8e-7 / 0.0125, 8.1e-6
+const family_bounds mor_bounds{{0.15, 6e-4, 0.9}, {0.5, 7e-3, 0.75}};      // measured 0.047, 1.9e-4 / 0.184, 2.3e-3
+
+struct error_stats {
+  double max_abs = 0, kl = 0, agree = 0;
+};
+
+error_stats compare(const std::vector<float>& want, const std::vector<float>& got, std::int64_t V) {
+  error_stats s;
+  const std::size_t rows = want.size() / std::size_t(V);
+  std::size_t same = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* a = want.data() + r * std::size_t(V);
+    const float* b = got.data() + r * std::size_t(V);
+    double ma = a[0], mb = b[0];
+    for (std::int64_t v = 0; v < V; ++v) ma = std::max(ma, double(a[v])), mb = std::max(mb, double(b[v]));
+    double za = 0, zb = 0;
+    for (std::int64_t v = 0; v < V; ++v) za += std::exp(a[v] - ma), zb += std::exp(b[v] - mb);
+    double kl = 0;
+    for (std::int64_t v = 0; v < V; ++v) {
+      const double la = a[v] - ma - std::log(za), lb = b[v] - mb - std::log(zb);
+      kl += std::exp(la) * (la - lb);
+      s.max_abs = std::max(s.max_abs, std::fabs(double(a[v]) - double(b[v])));
+    }
+    s.kl = std::max(s.kl, kl);
+    same += std::max_element(a, a + V) == a ? std::max_element(b, b + V) == b
+                                            : (std::max_element(a, a + V) - a) == (std::max_element(b, b + V) - b);
+  }
+  s.agree = rows ? double(same) / double(rows) : 1.0;
+  return s;
+}
+
+std::vector<std::int32_t> prompt(std::int64_t V) {
+  std::vector<std::int32_t> ids;
+  for (std::int32_t i = 0; i < 24; ++i) ids.push_back(std::int32_t((i * 37 + 5) % V));
+  return ids;
+}
+
+run_options zero_state() {
+  run_options o;
+  o.init = state_init::zero{};
+  return o;
+}
+
+// The model at `dir` in `f` against fp32: bounds, memory, thread-count invariance.
+template <class M>
+void check_format(const std::string& dir, weight_format f, const bounds& b) {
+  SCOPED_TRACE(dir + " " + weight_format_name(f));
+  const M ref = M::load(data + dir);
+  const std::int64_t V = ref.config().vocab_size;
+  const auto ids = prompt(V);
+  const std::vector<float> want = ref.forward(ids, zero_state());
+
+  host_backend one;
+  one.num_threads = 1;
+  M m = M::load(data + dir, one);
+  m.store_weights_as(f);
+  EXPECT_EQ(m.weight_format(), f);
+  EXPECT_LT(m.weight_bytes(), ref.weight_bytes());
+  const std::vector<float> got = m.forward(ids, zero_state());
+  ASSERT_EQ(got.size(), want.size());
+  const error_stats e = compare(want, got, V);
+  std::printf("[ measured ] %s %s: max|dlogit| %.3g, KL %.3g, argmax agreement %.3f\n", dir.c_str(),
+              weight_format_name(f), e.max_abs, e.kl, e.agree);
+  EXPECT_GT(e.max_abs, 0.0) << "the format changed nothing: the converted matrices are not read";
+  EXPECT_LE(e.max_abs, b.max_abs);
+  EXPECT_LE(e.kl, b.kl);
+  EXPECT_GE(e.agree, b.agree);
+
+  host_backend three;
+  three.num_threads = 3;
+  M m3 = M::load(data + dir, three);
+  m3.store_weights_as(f);
+  EXPECT_EQ(m3.forward(ids, zero_state()), got) << "results depend on the thread count";
+}
+
+template <class M>
+void check_family(const std::string& dir, const family_bounds& b) {
+  check_format<M>(dir, weight_format::bf16, b.bf16);
+  check_format<M>(dir, weight_format::q8, b.q8);
+}
+
+using llama_model = model<host_backend, float, llama_arch>;
+
+TEST(WeightFormatModels, LlamaTied) { check_family<llama_model>("llama/tiny_tied_mha", llama_bounds); }
+TEST(WeightFormatModels, LlamaUntiedGqa) { check_family<llama_model>("llama/tiny_untied_gqa", llama_bounds); }
+TEST(WeightFormatModels, LlamaWithBiases) { check_family<llama_model>("llama/tiny_linear_bias", llama_bounds); }
+TEST(WeightFormatModels, Huginn) { check_family<model<host_backend, float, huginn_arch>>("huginn/tiny_f32", huginn_bounds); }
+TEST(WeightFormatModels, MorExpertWithRecursionLayers) {
+  check_family<model<host_backend, float, mor_expert_arch>>("mor_untied/expert_mcyc_attn", mor_bounds);
+}
+TEST(WeightFormatModels, MorToken) {
+  check_family<model<host_backend, float, mor_token_arch>>("mor/token_mcyc_r3_softmax_lossfree", mor_bounds);
+}
+
+// The fp32 matrices replaced by what the format stores, widened back to fp32.
+void round_in_place(host_buffer<float>& b, std::int64_t K, weight_format f) {
+  if (!b.size()) return;
+  const std::int64_t N = std::int64_t(b.size()) / K;
+  const host_weight w(host_backend{}, b.data(), N, K, K, f);
+  const weight_view v = w.view();
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k) {
+      float x = 0;
+      if (f == weight_format::bf16) x = to_float(v.bf16_row(n)[k]);
+      if (f == weight_format::q8) x = float(v.q8_row(n)[k]) * to_float(v.q8_scales(n)[k / q8_block]);
+      b[std::size_t(n * K + k)] = x;
+    }
+}
+
+// An untied model stored in bf16 / q8 equals the fp32 model run on the rounded matrices, up to
+// the order of fp32 sums (1e-4): every projection and the head read their converted copy, at the
+// right rows (the q / k / v slices of the fused matrix included).
+TEST(WeightFormatModels, EqualsTheFp32ModelOnTheRoundedWeights) {
+  using M = llama_model;
+  const std::string dir = data + "llama/tiny_untied_gqa";
+  for (weight_format f : {weight_format::bf16, weight_format::q8}) {
+    SCOPED_TRACE(weight_format_name(f));
+    auto cfg = M::family_policy::read_config(dir);
+    const io::checkpoint ck = M::family_policy::open_checkpoint(dir, cfg);
+    const host_backend be;
+    auto w = M::family_policy::load_weights<host_backend, float, M::block_policy>(be, ck, cfg);
+    const std::int64_t h = cfg.n_embd, qd = cfg.n_heads * cfg.head_dim;
+    for (auto& l : w.prelude) {
+      round_in_place(l.wqkv, h, f);
+      round_in_place(l.attn_proj, qd, f);
+      round_in_place(l.fc, h, f);
+      round_in_place(l.mlp_proj, cfg.intermediate_size, f);
+    }
+    round_in_place(w.lm_head, h, f);
+    const M rounded(be, cfg, std::move(w));
+    M m = M::load(dir);
+    m.store_weights_as(f);
+    const auto ids = prompt(cfg.vocab_size);
+    const auto want = rounded.forward(ids), got = m.forward(ids);
+    EXPECT_LE(muninn_test::max_abs_diff(want, got), 1e-4);
+  }
+}
+
+TEST(WeightFormatModels, ConvertingTwiceIsAnError) {
+  llama_model m = llama_model::load(data + "llama/tiny_tied_mha");
+  m.store_weights_as(weight_format::f32);  // nothing to do
+  m.store_weights_as(weight_format::bf16);
+  EXPECT_THROW(m.store_weights_as(weight_format::q8), error);
+}
+
+}  // namespace
