@@ -6,6 +6,8 @@
 // prefill: one call over a 128-token prompt on an empty cache, logits of the last position only.
 // decode:  after an untimed 128-token prefill, 64 single-token calls, each on the argmax of the
 //          previous logits.
+// The Bf16 and Q8 rows run the same model with its projection and output matrices stored in
+// that format (model::store_weights_as; the CLI's --dtype bf16 / --quantize q8).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -23,12 +25,18 @@ constexpr std::int64_t kPrompt = 128, kDecode = 64;
 
 muninn::llama_config smollm_135m() { return smollm_135m_shape(30, "bench smollm_135m"); }
 
+llama_model make_model(muninn::weight_format f) {
+  muninn::host_backend be;
+  const auto cfg = smollm_135m();
+  llama_model m(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 7));
+  m.store_weights_as(f);
+  return m;
+}
+
+// One model per format, made the first time a benchmark asks for it.
+template <muninn::weight_format F = muninn::weight_format::f32>
 const llama_model& model() {
-  static const llama_model m = [] {
-    muninn::host_backend be;
-    const auto cfg = smollm_135m();
-    return llama_model(be, cfg, muninn::make_random_weights<muninn::host_backend, float, muninn::block::pre_norm>(be, cfg, 7));
-  }();
+  static const llama_model m = make_model(F);
   return m;
 }
 
@@ -38,8 +46,9 @@ std::vector<std::int32_t> prompt() {
   return ids;
 }
 
-void BM_LlamaPrefill(benchmark::State& state) {
-  const auto& m = model();
+template <muninn::weight_format F>
+void prefill(benchmark::State& state) {
+  const auto& m = model<F>();
   const auto ids = prompt();
   auto ctx = m.make_context(kPrompt + kDecode);
   for (auto _ : state) {
@@ -48,10 +57,16 @@ void BM_LlamaPrefill(benchmark::State& state) {
   }
   state.counters["tok_s"] = benchmark::Counter(double(kPrompt), benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_LlamaPrefill(benchmark::State& state) { prefill<muninn::weight_format::f32>(state); }
+void BM_LlamaPrefillBf16(benchmark::State& state) { prefill<muninn::weight_format::bf16>(state); }
+void BM_LlamaPrefillQ8(benchmark::State& state) { prefill<muninn::weight_format::q8>(state); }
 BENCHMARK(BM_LlamaPrefill)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LlamaPrefillBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LlamaPrefillQ8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_LlamaDecode(benchmark::State& state) {
-  const auto& m = model();
+template <muninn::weight_format F>
+void decode(benchmark::State& state) {
+  const auto& m = model<F>();
   const auto ids = prompt();
   const std::int64_t V = m.config().vocab_size;
   auto ctx = m.make_context(kPrompt + kDecode);
@@ -66,7 +81,12 @@ void BM_LlamaDecode(benchmark::State& state) {
   }
   state.counters["tok_s"] = benchmark::Counter(double(kDecode), benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_LlamaDecode(benchmark::State& state) { decode<muninn::weight_format::f32>(state); }
+void BM_LlamaDecodeBf16(benchmark::State& state) { decode<muninn::weight_format::bf16>(state); }
+void BM_LlamaDecodeQ8(benchmark::State& state) { decode<muninn::weight_format::q8>(state); }
 BENCHMARK(BM_LlamaDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LlamaDecodeBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LlamaDecodeQ8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

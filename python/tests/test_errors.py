@@ -90,8 +90,10 @@ def test_load_errors(muninn):
         muninn.load(CLI_DATA / "mistral")
     with raises(muninn, "UsageError", r"tiny_f32/config.json' is a file; give the model's folder"):
         muninn.load(TINY / "config.json")
-    with raises(muninn, "UsageError", r"^dtype bf16 needs device cuda \(the host backend computes in fp32\)$"):
-        muninn.load(TINY, dtype="bfloat16")
+    with raises(muninn, "UsageError", r"^dtype bf16 and quantize q8 both choose how the weights are stored; give one$"):
+        muninn.load(TINY, dtype="bfloat16", quantize="q8")
+    with raises(muninn, "UsageError", r"^quantize must be none\|q8, got 'q4'$"):
+        muninn.load(TINY, quantize="q4")
     with raises(muninn, "UsageError", r"^device must be cpu\|cuda, got 'tpu'$"):
         muninn.load(TINY, device="tpu")
     with raises(muninn, "UsageError", r"^dtype must be float32 or bfloat16, got 'int8'$"):

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def muninn(build, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run([os.path.join(build, "benchmarks", "bench_host_llama"), "--benchmark_format=json",
-                          "--benchmark_min_time=1"], env=env, check=True, capture_output=True, text=True)
+                          "--benchmark_min_time=1", "--benchmark_filter=BM_Llama(Prefill|Decode)$"], env=env, check=True, capture_output=True, text=True)
     rates = {b["name"].split("/")[0]: b["tok_s"] for b in json.loads(out.stdout)["benchmarks"]}
     return rates["BM_LlamaPrefill"], rates["BM_LlamaDecode"]
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "muninn/backend/host.hpp"
+#include "muninn/ops/weight.hpp"
 #include "muninn/frontend/model.hpp"
 #include "muninn/frontend/registry.hpp"
 
@@ -77,21 +78,30 @@ lm_structure llama_structure(const llama_config& cfg);
 
 namespace muninn::frontend::detail {
 
-/// \brief --device and --dtype of `o` (cpu, fp32 when the operation has neither).
+/// \brief --device, --dtype and --quantize of `o` (cpu, fp32 when the operation has none of them).
 struct device_choice {
-  bool cuda = false;
-  bool bf16 = false;
+  bool cuda = false;  ///< --device cuda
+  bool bf16 = false;  ///< --dtype bf16 with --device cuda: weights and activations in bf16
+  weight_format weights = weight_format::f32;  ///< host: how the projection and output matrices are stored
 };
 
-/// \brief Reads --device / --dtype and rejects what this build cannot run.
+/// \brief Reads --device / --dtype / --quantize and rejects what this build cannot run.
 inline device_choice device_of(const option_values& o) {
   device_choice d;
-  if (!find_option(o.op(), "device")) return d;
-  d.cuda = o.choice("device") == "cuda";
-  d.bf16 = o.choice("dtype") == "bf16";
-  if (d.bf16 && !d.cuda)
-    fail_as(error_kind::usage, o.spelled("dtype"), " bf16 needs ", o.spelled("device"),
-            " cuda (the host backend computes in fp32)");
+  const bool has_dtype = find_option(o.op(), "dtype"), has_quantize = find_option(o.op(), "quantize");
+  d.cuda = find_option(o.op(), "device") && o.choice("device") == "cuda";
+  const bool bf16 = has_dtype && o.choice("dtype") == "bf16";
+  const bool q8 = has_quantize && o.choice("quantize") == "q8";
+  if (bf16 && q8)
+    fail_as(error_kind::usage, o.spelled("dtype"), " bf16 and ", o.spelled("quantize"),
+            " q8 both choose how the weights are stored; give one");
+  if (d.cuda && q8)
+    fail_as(error_kind::usage, o.spelled("quantize"), " q8 is a host option (", o.spelled("device"),
+            " cpu); CUDA runs fp32 or bf16 (", o.spelled("dtype"), ")");
+  if (d.cuda)
+    d.bf16 = bf16;
+  else
+    d.weights = bf16 ? weight_format::bf16 : q8 ? weight_format::q8 : weight_format::f32;
   if (d.cuda && o.has("kernels"))
     fail_as(error_kind::usage, o.spelled("kernels"), " chooses host kernels; with ", o.spelled("device"),
             " cuda, cuBLAS picks its own (batch invariance is not offered there)");
@@ -99,6 +109,18 @@ inline device_choice device_of(const option_values& o) {
   if (d.cuda) fail_as(error_kind::usage, "this muninn was built without CUDA (configure with -DMUNINN_ENABLE_CUDA=ON)");
 #endif
   return d;
+}
+
+/// \brief Stores a host model's matrices in `f` (model::store_weights_as) and adds the `info`
+/// line that says how the weights are held and their memory.
+template <class M>
+void store_weights(M& m, weight_format f, lm_extras& x) {
+  m.store_weights_as(f);
+  add_field(x.info, "weights",
+            f == weight_format::f32
+                ? "fp32, " + human_bytes(double(m.weight_bytes())) + " (host backend)"
+                : std::string(weight_format_name(f)) + " projections and output matrix (norms, biases, embedding fp32), " +
+                      human_bytes(double(m.weight_bytes())) + " (host backend)");
 }
 
 /// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`

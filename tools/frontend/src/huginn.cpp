@@ -145,9 +145,10 @@ detail::lm_structure structure(const huginn_config& cfg) {
 
 template <class Arch>
 std::unique_ptr<loaded_model> host_model(host_backend be, huginn_config cfg, const io::checkpoint& ck,
-                                         detail::lm_extras x) {
+                                         detail::lm_extras x, weight_format weights) {
   using M = model<host_backend, float, Arch>;
   M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck); });
+  as_kind(error_kind::checkpoint, [&] { detail::store_weights(m, weights, x); });
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_exit_batch<M>);
 }
 
@@ -190,10 +191,10 @@ std::unique_ptr<loaded_model> huginn_family::load(const model_folder& f, const o
 #endif
   }
   const host_backend be = detail::host_backend_of(o);
-  if (pre) return add ? host_model<prenorm_add>(be, std::move(cfg), ck, std::move(x))
-                      : host_model<prenorm_linear>(be, std::move(cfg), ck, std::move(x));
-  return add ? host_model<sandwich_add>(be, std::move(cfg), ck, std::move(x))
-             : host_model<sandwich_linear>(be, std::move(cfg), ck, std::move(x));
+  if (pre) return add ? host_model<prenorm_add>(be, std::move(cfg), ck, std::move(x), dev.weights)
+                      : host_model<prenorm_linear>(be, std::move(cfg), ck, std::move(x), dev.weights);
+  return add ? host_model<sandwich_add>(be, std::move(cfg), ck, std::move(x), dev.weights)
+             : host_model<sandwich_linear>(be, std::move(cfg), ck, std::move(x), dev.weights);
 }
 
 }  // namespace muninn::frontend

@@ -47,6 +47,7 @@ std::unique_ptr<loaded_model> llama_family::load(const model_folder& f, const op
   }
   using M = model<host_backend, float, llama_arch>;
   M m = as_kind(error_kind::checkpoint, [&] { return M(detail::host_backend_of(o), std::move(cfg), ck); });
+  as_kind(error_kind::checkpoint, [&] { detail::store_weights(m, dev.weights, x); });
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x));
 }
 

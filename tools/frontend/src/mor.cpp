@@ -149,9 +149,10 @@ std::unique_ptr<batch_engine> make_depthwise_batch(const Model& m, const batch_l
 
 template <class Arch>
 std::unique_ptr<loaded_model> host_model(host_backend be, mor_config cfg, const io::checkpoint& ck,
-                                         detail::lm_extras x) {
+                                         detail::lm_extras x, weight_format weights) {
   using M = model<host_backend, float, Arch>;
   M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck); });
+  as_kind(error_kind::checkpoint, [&] { detail::store_weights(m, weights, x); });
   if constexpr (std::is_same_v<typename Arch::router_policy, router::expert_choice>)
     return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_depthwise_batch<M>);
   else
@@ -187,8 +188,8 @@ std::unique_ptr<loaded_model> mor_family::load(const model_folder& f, const opti
   detail::read_text_files(f, x);
   x.add_special = true;
   const host_backend be = detail::host_backend_of(o);
-  if (cfg.mor.type == "token") return host_model<mor_token_arch>(be, std::move(cfg), ck, std::move(x));
-  return host_model<mor_expert_arch>(be, std::move(cfg), ck, std::move(x));
+  if (cfg.mor.type == "token") return host_model<mor_token_arch>(be, std::move(cfg), ck, std::move(x), dev.weights);
+  return host_model<mor_expert_arch>(be, std::move(cfg), ck, std::move(x), dev.weights);
 }
 
 }  // namespace muninn::frontend

@@ -99,8 +99,16 @@ option_spec device_option() {
                 {"huginn", "llama"});
 }
 option_spec dtype_option() {
-  return choice("dtype", {"fp32", "bf16"}, "weights and activations (bf16 needs --device cuda)", "fp32",
-                {"huginn", "llama"});
+  return choice("dtype", {"fp32", "bf16"},
+                "cpu: the layers' projection matrices and the output matrix stored in bf16 (fp32 sums); cuda: "
+                "weights and activations",
+                "fp32", {"huginn", "llama", "mor"});
+}
+option_spec quantize_option() {
+  return choice("quantize", {"none", "q8"},
+                "cpu: the layers' projection matrices and the output matrix stored as 8-bit blocks of 32 with a "
+                "scale each, quantized at load (fp32 sums)",
+                "none", {"huginn", "llama", "mor"});
 }
 // Serving defaults to batch-invariant sums: a request then gives the same bits in any batch.
 option_spec kernels_option(const std::string& def = "fastest") {
@@ -111,7 +119,7 @@ option_spec kernels_option(const std::string& def = "fastest") {
 }
 option_spec data_option(const std::string& help) { return required(front_end(text("data", "FILE", help))); }
 
-std::vector<option_spec> info_options() { return {config_option(), ae_option()}; }
+std::vector<option_spec> info_options() { return {config_option(), ae_option(), dtype_option(), quantize_option()}; }
 
 std::vector<option_spec> forward_options() {
   return {steps_option(),
@@ -121,6 +129,7 @@ std::vector<option_spec> forward_options() {
           cli_only(flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed)),
           device_option(),
           dtype_option(),
+          quantize_option(),
           kernels_option(),
           config_option(),
           cli_only(front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]")))};
@@ -148,6 +157,7 @@ std::vector<option_spec> generate_options() {
       cli_only(flag("show-depths", "Mixture-of-Recursions: print the recursions each position ran", routed)),
       device_option(),
       dtype_option(),
+      quantize_option(),
       kernels_option(),
       config_option(),
       cli_only(choice("stream", {"auto", "on", "off"},
@@ -217,7 +227,8 @@ std::vector<option_spec> generate_options() {
 
 std::vector<option_spec> score_options() {
   return {data_option("one sequence per line: token ids (comma or space separated), or text for DIR/tokenizer.json"),
-          steps_option(), init_option(), seed_option(), routing_option("scoring"), config_option()};
+          steps_option(), init_option(), seed_option(), routing_option("scoring"), config_option(),
+          dtype_option(), quantize_option()};
 }
 
 std::vector<option_spec> eval_options() {
@@ -247,6 +258,8 @@ std::vector<option_spec> demo_options() {
              "TRM: an extra row that halts a puzzle once its q_halt logit exceeds X (the reference's rule is q_halt > 0)",
              -1e6, 1e6, "", "the run's calibrated value (expected.json), none without one", trm),
       seed_option(),
+      dtype_option(),
+      quantize_option(),
   };
 }
 
@@ -269,7 +282,7 @@ std::vector<option_spec> ae_options() { return {ae_option()}; }
 std::vector<option_spec> tokenize_options() { return {config_option(), ae_option()}; }
 
 std::vector<option_spec> load_options() {
-  return {device_option(), dtype_option(), kernels_option(), config_option(), ae_option()};
+  return {device_option(), dtype_option(), quantize_option(), kernels_option(), config_option(), ae_option()};
 }
 
 // `muninn serve`: the server's own settings (read by the server, never by a family) and the
