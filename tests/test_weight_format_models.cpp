@@ -96,6 +96,7 @@ void check_format(const std::string& dir, weight_format f, const bounds& b) {
   m.store_weights_as(f);
   EXPECT_EQ(m.weight_format(), f);
   EXPECT_LT(m.weight_bytes(), ref.weight_bytes());
+  EXPECT_NE(m.output_converted(), nullptr) << "the output matrix stayed fp32";
   const std::vector<float> got = m.forward(ids, zero_state());
   ASSERT_EQ(got.size(), want.size());
   const error_stats e = compare(want, got, V);
