@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "muninn/families/llama/arch.hpp"
@@ -120,11 +121,18 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-class BatchInvariantLlama : public ::testing::TestWithParam<const char*> {
+// A fixture with its projection and output matrices in fp32, bf16 or q8 (what `muninn serve
+// --dtype bf16 / --quantize q8` loads): batch invariance must hold in every format.
+class BatchInvariantLlama : public ::testing::TestWithParam<std::tuple<const char*, weight_format>> {
  protected:
-  llama_model m = llama_model::load(llama_dir + GetParam(), invariant(2));
-  std::vector<std::int32_t> prompt =
-      ids_of(muninn::io::read_json_file(llama_dir + GetParam() + "/expected.json").at("long").at("prompt_ids"));
+  llama_model load() const {
+    llama_model l = llama_model::load(llama_dir + std::get<0>(GetParam()), invariant(2));
+    l.store_weights_as(std::get<1>(GetParam()));
+    return l;
+  }
+  llama_model m = load();
+  std::vector<std::int32_t> prompt = ids_of(
+      muninn::io::read_json_file(llama_dir + std::get<0>(GetParam()) + "/expected.json").at("long").at("prompt_ids"));
 };
 
 TEST_P(BatchInvariantLlama, ChunkedPrefillIsBitForBitOnePass) {
@@ -159,6 +167,9 @@ TEST_P(BatchInvariantLlama, BatchRowsAreBitForBitSingleRuns) {
   EXPECT_TRUE(same_bits(rows[1], m.forward(other)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, BatchInvariantLlama, ::testing::Values("tiny_untied_gqa", "tiny_linear_bias"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, BatchInvariantLlama,
+                         ::testing::Combine(::testing::Values("tiny_untied_gqa", "tiny_linear_bias"),
+                                            ::testing::Values(weight_format::f32, weight_format::bf16,
+                                                              weight_format::q8)));
 
 }  // namespace
