@@ -113,7 +113,7 @@ option_spec dump_option() {
   return cli_only(front_end(text("dump", "DIR", "write the run's taps as DIR/<tap>[.step<S>].<call>.npy and DIR/taps.json")));
 }
 option_spec taps_option() {
-  return cli_only(text("taps", "a,b,...", "with --dump: only these taps, or dotted prefixes of them (default: all)"));
+  return cli_only(text("taps", "a,b,...", "with --dump: only these taps or dotted prefixes of them (all when not given)"));
 }
 
 option_spec data_option(const std::string& help) { return required(front_end(text("data", "FILE", help))); }
