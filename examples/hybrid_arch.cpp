@@ -10,7 +10,8 @@
 //   whole sequence without a cache gives; the router dropped some tokens and the halting
 //   criterion stopped others, so tokens really ran different depths;
 // - (b) sampled decoding (temperature 1/2, batch approximation) emits K tokens per step, and the
-//   chunks equal those the head's sampler draws from a full recomputation.
+//   chunks equal those the head's sampler draws from a full recomputation; BrierLM evaluates it
+//   as it evaluates CALM, and its Brier-n equal a count over the head's samples.
 //
 //   example_hybrid_arch
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
+#include "muninn/runtime/sampled_brier.hpp"
 
 using namespace muninn;
 
@@ -274,6 +276,69 @@ rd_calm_model make_rd_calm(const host_backend& be, const std::filesystem::path& 
   return rd_calm_model(be, cfg, std::move(w));
 }
 
+// BrierLM takes this arch as it takes CALM: two head samples per position. With K >= 4 every
+// predicted chunk adds its own n-grams, so the estimate can be recounted here from one forward
+// pass and the head's samples at the seeds the estimator documents. The text is written so that
+// each chunk is the first sample the head draws for it: at the documented seeds every accuracy
+// term of sample 1 hits, and a draw at any other seed or position would miss.
+void brier_of_recurrent_depth_calm(const rd_calm_model& m) {
+  const std::int64_t K = m.tokens_per_position(), L = 8, h = m.dims().h;  // 8 chunks per block
+  brierlm_options o;
+  o.block_size = L * K;
+  o.seed = 7;
+  run_options run;
+  run.steps = 2;  // not the config's mean: the run's options must reach the model
+  auto smp = head::energy::make_sampler(m);
+  std::mt19937 gen(11);
+  std::vector<std::int32_t> stream;
+  for (std::int64_t b = 0; b < 2; ++b) {
+    const std::uint64_t seed = stream_seed(o.seed, sampled_brier_stream_kind, std::uint64_t(b * L * K));
+    std::vector<std::int32_t> block(static_cast<std::size_t>(K));
+    for (auto& t : block) t = std::int32_t(gen() % std::uint32_t(m.config().vocab_size));
+    for (std::int64_t p = 0; p + 1 < L; ++p) {  // chunk p + 1 = sample 0 drawn from position p
+      const std::vector<float> rows = m.forward(block, run);
+      const std::vector<float> last(rows.end() - h, rows.end());
+      const std::vector<std::int32_t> x = smp.sample_chunks_rows(last, p, seed, 1);
+      block.insert(block.end(), x.begin(), x.end());
+    }
+    stream.insert(stream.end(), block.begin(), block.end());
+  }
+  const brierlm_result got = evaluate_brierlm(m, stream, o, run);
+
+  brier_values want{};
+  for (std::int64_t b = 0; b < 2; ++b) {
+    const std::vector<std::int32_t> block(stream.begin() + b * L * K, stream.begin() + (b + 1) * L * K);
+    const std::vector<float> rows = m.forward(block, run);
+    const std::vector<float> pred_rows(rows.begin(), rows.begin() + (L - 1) * h);
+    const std::vector<std::int32_t> x = smp.sample_chunks_rows(
+        pred_rows, 0, stream_seed(o.seed, sampled_brier_stream_kind, std::uint64_t(b * L * K)), 2);
+    for (int n = 1; n <= 4; ++n) {
+      double sum = 0;
+      for (std::int64_t p = 0; p + 1 < L; ++p) {
+        const std::int32_t* y = block.data() + (p + 1) * K;
+        const std::int32_t* x1 = x.data() + (p * 2) * K;
+        const std::int32_t* x2 = x1 + K;
+        bool hit1 = true, hit2 = true, same = true;
+        for (int k = 0; k < n; ++k) {
+          hit1 = hit1 && x1[k] == y[k];
+          hit2 = hit2 && x2[k] == y[k];
+          same = same && x1[k] == x2[k];
+        }
+        sum += double(hit1) + double(hit2) - double(same);
+      }
+      want[std::size_t(n - 1)] += sum / double(L - 1) / 2.0;  // mean over positions, then over 2 blocks
+    }
+  }
+  double diff = 0;
+  for (int n = 0; n < 4; ++n) diff = std::max(diff, std::fabs(got.brier[std::size_t(n)] - want[std::size_t(n)]));
+  std::printf("BrierLM of the recurrent-depth CALM on text drawn from its own head (2 blocks of %lld tokens): "
+              "Brier-1..4 %.3f %.3f %.3f %.3f, BrierLM %.1f\n",
+              (long long)(L * K), got.brier[0], got.brier[1], got.brier[2], got.brier[3], got.brierlm);
+  check(diff <= 1e-12, "BrierLM's Brier-n equal a count over the head's samples of one forward pass");
+  // Sample 1 equals the text, so each term is 1 + 1{x2 = y} - 1{x2 = x1} = 1.
+  check(got.brier == brier_values{1.0, 1.0, 1.0, 1.0}, "Brier-1..4 are exactly 1 on text the head's first samples wrote");
+}
+
 void recurrent_depth_calm() {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "muninn_hybrid_arch_calm";
   host_backend be;
@@ -319,6 +384,7 @@ void recurrent_depth_calm() {
     diff = std::max(diff, std::fabs(double(rows[std::size_t((P - 2 + steps) * h + c)]) - r.last_logits[std::size_t(c)]));
   check(same, "cached sampled decode draws the chunks a full recomputation draws");
   check(diff <= 1e-4, "the last hidden state agrees within 1e-4");
+  brier_of_recurrent_depth_calm(m);
 }
 
 }  // namespace

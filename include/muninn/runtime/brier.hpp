@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "muninn/core/error.hpp"
 #include "muninn/core/random.hpp"
 #include "muninn/model/model.hpp"
+#include "muninn/policies/head.hpp"
 
 namespace muninn {
 
@@ -410,8 +412,22 @@ brierlm_result evaluate_brierlm(const std::vector<std::int32_t>& stream, const b
   return r;
 }
 
-/// \brief evaluate_brierlm of a softmax model: each block by model_brier_block with `run`.
+namespace detail {
+/// \brief Whether Model's head draws with a sampler of its own (an energy head): such a model
+/// takes the sampled estimator of runtime/sampled_brier.hpp, every other the softmax one here.
+/// (False for a type that is no model, so that overload resolution on other arguments stays quiet.)
+template <class Model, class = void>
+struct brier_by_head_sampler_of : std::false_type {};
 template <class Model>
+struct brier_by_head_sampler_of<Model, std::void_t<typename Model::head_policy>>
+    : std::bool_constant<has_head_sampler<typename Model::head_policy, Model>> {};
+template <class Model>
+inline constexpr bool brier_by_head_sampler = brier_by_head_sampler_of<Model>::value;
+}  // namespace detail
+
+/// \brief evaluate_brierlm of a softmax model: each block by model_brier_block with `run`.
+/// (A model whose head has a sampler of its own takes the overload of runtime/sampled_brier.hpp.)
+template <class Model, std::enable_if_t<!detail::brier_by_head_sampler<Model>, int> = 0>
 brierlm_result evaluate_brierlm(const Model& m, const std::vector<std::int32_t>& stream, const brierlm_options& o,
                                 const run_options& run = {}) {
   MUNINN_CHECK(o.block_size <= m.config().block_size, "brierlm: block_size ", o.block_size,

@@ -1,105 +1,31 @@
 #pragma once
 /// \file
-/// \brief BrierLM for CALM: the likelihood-free estimate `1{x1 = y} + 1{x2 = y} − 1{x1 = x2}` of
-/// Brier-n from two head samples per position, teacher-forced over one block, as the reference's
-/// evaluation computes it (chunk-aligned n-grams; a rollout of the collision term when K < 4).
+/// \brief BrierLM for a loaded calm_model: the estimator of runtime/sampled_brier.hpp (two head
+/// samples per position, chunk-aligned n-grams, a rollout of the collision term when K < 4), which
+/// serves any arch with an energy head, applied to the CALM model and its head's sampler.
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "muninn/core/error.hpp"
 #include "muninn/families/calm/model.hpp"
-#include "muninn/runtime/brier.hpp"
+#include "muninn/runtime/sampled_brier.hpp"
 
 namespace muninn {
 
-/// \brief Stream kind whose sub-streams seed BrierLM's head samples (see calm_brier_block).
-inline constexpr std::uint64_t calm_brier_stream_kind = 4;
-
-namespace detail {
-
-// The collision indicators of the K < 4 estimator at start position p: step 0 compares position
-// p's own two samples; each later step feeds sample 1's chunk and draws two fresh samples; the
-// rollout stops at the first step whose chunks differ (the rest stays "different", as the
-// reference fills it). Returns the two rolled-out token rows [window] in coll1 / coll2.
-template <class Backend, class T>
-void calm_rollout(calm_model<Backend, T>& m, typename calm_model<Backend, T>::context_type& ctx,
-                  const std::vector<std::int32_t>& pred, std::int64_t p, std::int64_t s, std::uint64_t seed,
-                  std::vector<std::int32_t>& coll1, std::vector<std::int32_t>& coll2) {
-  const std::int64_t K = m.patch_size();
-  coll1.assign(std::size_t(s * K), 0);
-  coll2.assign(std::size_t(s * K), 1);  // unreached steps never agree
-  std::vector<std::int32_t> a(pred.begin() + (p * 2) * K, pred.begin() + (p * 2 + 1) * K);
-  std::vector<std::int32_t> b(pred.begin() + (p * 2 + 1) * K, pred.begin() + (p * 2 + 2) * K);
-  for (std::int64_t j = 0; j < s; ++j) {
-    if (j > 0) {
-      const std::vector<float> hj = m.hidden(ctx, a, logits_for::last);
-      const auto two = m.sample_chunks_rows(hj, p + j, seed, 2);
-      a.assign(two.begin(), two.begin() + K);
-      b.assign(two.begin() + K, two.end());
-    }
-    std::copy(a.begin(), a.end(), coll1.begin() + j * K);
-    std::copy(b.begin(), b.end(), coll2.begin() + j * K);
-    if (a != b) break;
-  }
-}
-
-}  // namespace detail
+/// \brief Stream kind whose sub-streams seed BrierLM's head samples (sampled_brier_stream_kind).
+inline constexpr std::uint64_t calm_brier_stream_kind = sampled_brier_stream_kind;
 
 /// \brief Brier-n estimates of one teacher-forced block for CALM (`block`: a whole number of
-/// chunks, at least two; batch of one, as the reference's evaluation).
-///
-/// Position p's hidden state predicts chunk p + 1; its two samples are samples 0 and 1 of
-/// calm_noise with seed `stream_seed(d.seed, calm_brier_stream_kind, d.first_position)` at position p. K ≥ 4:
-/// chunk_brier over the predicted chunks (n-grams start at chunk boundaries). K < 4: windows of
-/// s = ⌈4/K⌉ consecutive predictions (starts 0 … P−s−1 of the P predictions) for the accuracy
-/// terms; the collision term is rolled out from the cache of the gold prefix along sample 1's
-/// path, two fresh samples per step (seed `stream_seed(d.seed, calm_brier_stream_kind, d.first_position + 1 + p)` at
-/// the position fed), stopping once they differ.
+/// chunks, at least two): sampled_brier_block on the model and its head's sampler.
 template <class Backend, class T>
 brier_accumulator calm_brier_block(calm_model<Backend, T>& m, const std::vector<std::int32_t>& block,
                                    const brier_draws& d) {
-  const std::int64_t K = m.patch_size(), L = std::int64_t(block.size()) / K, dim = m.config().backbone.n_embd;
-  MUNINN_CHECK(L >= 2 && L * K == std::int64_t(block.size()), "brierlm: a block of ", block.size(),
-               " tokens is not a whole number (>= 2) of ", K, "-token chunks");
-  auto ctx = m.make_context(L + 4, L);
-  const std::vector<float> h = m.hidden(ctx, block, logits_for::all);
-  const std::int64_t P = L - 1;  // predictions: positions 0 … L−2
-  const std::vector<float> h_pred(h.begin(), h.begin() + P * dim);
-  const std::uint64_t base = stream_seed(d.seed, calm_brier_stream_kind, std::uint64_t(d.first_position));
-  const std::vector<std::int32_t> pred = m.sample_chunks_rows(h_pred, 0, base, 2);  // [P, 2, K]
-  brier_accumulator acc;
-  if (K >= brier_max_n) {
-    for (std::int64_t p = 0; p < P; ++p) {
-      const std::int32_t* x1 = pred.data() + (p * 2) * K;
-      sampled_brier_window(acc, block.data() + (p + 1) * K, x1, x1 + K, x1, x1 + K, K);
-    }
-    return acc;
-  }
-  const std::int64_t s = (brier_max_n + K - 1) / K;
-  MUNINN_CHECK(P > s, "brierlm: a block of ", L, " chunks is too short for ", s, "-chunk windows at patch_size ", K);
-  ctx.truncate(1);  // from here on the cache holds the gold chunks 0 … p
-  std::vector<std::int32_t> x1(std::size_t(s * K)), x2(std::size_t(s * K)), coll1, coll2;
-  for (std::int64_t p = 0; p + s < P; ++p) {
-    for (std::int64_t c = 0; c < s; ++c)
-      for (std::int64_t k = 0; k < K; ++k) {
-        x1[std::size_t(c * K + k)] = pred[std::size_t(((p + c) * 2) * K + k)];
-        x2[std::size_t(c * K + k)] = pred[std::size_t(((p + c) * 2 + 1) * K + k)];
-      }
-    const std::uint64_t roll = stream_seed(d.seed, calm_brier_stream_kind, std::uint64_t(d.first_position + 1 + p));
-    detail::calm_rollout(m, ctx, pred, p, s, roll, coll1, coll2);
-    sampled_brier_window(acc, block.data() + (p + 1) * K, x1.data(), x2.data(), coll1.data(), coll2.data(), s * K);
-    ctx.truncate(p + 1);
-    m.hidden(ctx, std::vector<std::int32_t>(block.begin() + (p + 1) * K, block.begin() + (p + 2) * K),
-             logits_for::last);
-  }
-  return acc;
+  return sampled_brier_block(m.arch_model(), m.sampler(), block, d);
 }
 
-/// \brief BrierLM of a token stream for CALM: blocks of `o.block_size` tokens (a multiple of K),
-/// each by calm_brier_block, per-block means averaged (runtime/brier.hpp's protocol).
+/// \brief BrierLM of a token stream for CALM: evaluate_brierlm of the model (sampled_brier.hpp),
+/// with the limits said in CALM's terms (chunks).
 template <class Backend, class T>
 brierlm_result evaluate_calm_brierlm(calm_model<Backend, T>& m, const std::vector<std::int32_t>& stream,
                                      const brierlm_options& o) {
