@@ -24,7 +24,7 @@
 #include "muninn/model/model.hpp"
 #include "muninn/runtime/generate.hpp"
 
-/// \brief The instantiations of one model type `...` (a model<Backend, T, Arch> spelled out): the
+/// \brief The instantiations of one model type `...` (a `model<Backend, T, Arch>` spelled out): the
 /// class with all its members, `generate` and `generate_greedy` (both overloads each). `EXTERN` is
 /// `extern` for the declarations consumers see, empty for the definitions in the library.
 #define MUNINN_COMPILED_MODEL(EXTERN, ...)                                                                  \
