@@ -1,5 +1,6 @@
-// npy_compare A.npy B.npy TOL: exits 0 when shapes match and max |a - b| <= TOL (prints the max and
+// npy_compare A.npy B.npy TOL [I]: exits 0 when shapes match and max |a - b| <= TOL (prints the max and
 // "argmax per row of B: i,j,..." for a 2-D B, the reference's greedy choice at each position).
+// With I, B is replaced by its slice B[I] along the first axis (one recorded step of a fixture).
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -8,13 +9,23 @@
 #include "muninn/io/npy.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: npy_compare A.npy B.npy TOL\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: npy_compare A.npy B.npy TOL [I]\n");
     return 2;
   }
   try {
     const auto a = muninn::io::read_npy_f32(argv[1]);
-    const auto b = muninn::io::read_npy_f32(argv[2]);
+    auto b = muninn::io::read_npy_f32(argv[2]);
+    if (argc == 5) {
+      const long long i = std::atoll(argv[4]);
+      if (b.shape.empty() || i < 0 || i >= b.shape[0]) {
+        std::fprintf(stderr, "npy_compare: index %lld is outside the first axis of %s\n", i, argv[2]);
+        return 2;
+      }
+      const std::size_t n = b.data.size() / std::size_t(b.shape[0]);
+      b.data.assign(b.data.begin() + std::ptrdiff_t(std::size_t(i) * n), b.data.begin() + std::ptrdiff_t(std::size_t(i + 1) * n));
+      b.shape.erase(b.shape.begin());
+    }
     if (a.shape != b.shape) {
       std::printf("shape mismatch\n");
       return 1;

@@ -18,3 +18,7 @@
 #include "muninn/runtime/chunk_sampling.hpp"
 #include "muninn/runtime/generate.hpp"
 #include "muninn/runtime/parallel_sampler.hpp"
+
+#if defined(MUNINN_COMPILED)  // opted into the compiled component (muninn::compiled)
+#include "muninn/compiled.hpp"
+#endif

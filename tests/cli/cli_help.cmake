@@ -2,17 +2,19 @@
 # every flag a help text names is one the command accepts (not "unknown flag").
 # Usage: cmake -DEXE=muninn -P cli_help.cmake
 set(flags_info --model --config --ae --dtype --quantize)
-set(flags_forward --model --tokens --prompt --steps --init-state --seed --output --device --dtype --quantize --routing --show-depths)
+set(flags_forward --model --tokens --prompt --steps --init-state --seed --output --device --dtype --quantize --routing
+    --show-depths --dump --taps)
 set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-state --seed --device --dtype --quantize --greedy
     --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
     --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps
-    --sampler --num-samples --max-draws --chunk-order --noise --uniforms --ae --stream --ignore-eos --chat --system)
+    --sampler --num-samples --max-draws --chunk-order --noise --uniforms --ae --stream --ignore-eos --chat --system
+    --dump --taps)
 set(flags_demo --model --problems --depths --exit-threshold --max-steps --seed --halt-threshold --dtype --quantize)
 set(flags_score --model --data --steps --init-state --seed --routing --config --dtype --quantize)
 set(flags_tokenize --model --text --chat --system)
 set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config --ae)
-set(flags_ae --model --tokens --prompt --ae)
-set(flags_solve --model --data --max-steps --halt --halt-threshold --show --limit --batch)
+set(flags_ae --model --tokens --prompt --ae --dump --taps)
+set(flags_solve --model --data --max-steps --halt --halt-threshold --show --limit --batch --dump --taps)
 set(commands info forward generate score demo eval ae solve tokenize)
 
 # help(<out> <arg>...): stdout of `EXE <arg>...`, which must exit 0 and print "usage: muninn".

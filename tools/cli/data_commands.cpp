@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "muninn/frontend/tap_dump.hpp"
 #include "muninn/frontend/text.hpp"
 #include "muninn/io/json.hpp"
 #include "progress.hpp"
@@ -139,12 +140,47 @@ int cmd_eval(const parsed& p) {
   return 0;
 }
 
+namespace {
+
+// `ae --dump DIR`: each chunk's latent mean and log σ [n, l] and the decoder's logits for the
+// means [n·K, V], rows being chunks (mean, log_sigma) or tokens (logits).
+void dump_ae(const parsed& p, const fe::calm_extras& ae, const std::vector<std::int32_t>& ids) {
+  const std::vector<std::string> all = {"ae.mean", "ae.log_sigma", "ae.logits"};
+  fe::tap_dump dump(p.options, all);
+  const std::vector<std::string> names = fe::tap_selection(p.options, all);
+  const auto wanted = [&](const std::string& n) {
+    if (names.empty()) return true;
+    for (const auto& w : names)
+      if (n == w || n.rfind(w + ".", 0) == 0) return true;
+    return false;
+  };
+  const std::int64_t l = ae.latent_size(), n = std::int64_t(ids.size()) / ae.patch_size();
+  const std::vector<float> enc = ae.encode(ids);  // [n, 2l]: mean, then log σ
+  std::vector<float> mean(std::size_t(n * l)), log_sigma(std::size_t(n * l));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t c = 0; c < l; ++c) {
+      mean[std::size_t(i * l + c)] = enc[std::size_t(i * 2 * l + c)];
+      log_sigma[std::size_t(i * l + c)] = enc[std::size_t(i * 2 * l + l + c)];
+    }
+  if (wanted("ae.mean")) dump.write("ae.mean", -1, {n, l}, mean.data());
+  if (wanted("ae.log_sigma")) dump.write("ae.log_sigma", -1, {n, l}, log_sigma.data());
+  if (wanted("ae.logits")) {
+    const std::vector<float> logits = ae.decode_logits(mean);
+    const std::int64_t rows = n * ae.patch_size();
+    dump.write("ae.logits", -1, {rows, std::int64_t(logits.size()) / rows}, logits.data());
+  }
+  std::cerr << "muninn: " << dump.finish() << "\n";
+}
+
+}  // namespace
+
 int cmd_ae(const parsed& p) {
   const auto m = open_model(p);
   const fe::calm_extras* ae = m->calm();
   if (!ae) fail_as(error_kind::usage, "muninn ae runs CALM models and autoencoders; this is ", m->info().display);
   const std::vector<std::int32_t> ids = input_ids(p, *m);
   const std::vector<std::int32_t> back = ae->reconstruct(ae->padded(ids));
+  if (fe::wants_dump(p.options)) dump_ae(p, *ae, ae->padded(ids));
   std::size_t right = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) right += back[i] == ids[i];
   const std::vector<std::int32_t> shown(back.begin(), back.begin() + std::ptrdiff_t(ids.size()));

@@ -50,6 +50,7 @@ int cmd_forward(const parsed& p) {
   const auto m = open_model(p);
   const std::vector<std::int32_t> ids = input_ids(p, *m);
   const fe::forward_result r = m->forward(ids, p.options);
+  for (const auto& note : r.notes) std::cerr << "muninn: " << note << "\n";
   if (p.options.has("output")) {
     const std::string out = p.options.text("output");
     io::write_npy(out, r.logits.data(), {r.rows, r.vocab});

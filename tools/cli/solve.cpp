@@ -2,6 +2,7 @@
 // number of supervision steps or learned (Q) halting; exact and token accuracy, mean steps and
 // time per puzzle, and with --show the grids before and after.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "cli_common.hpp"
 #include "muninn/families/trm/puzzle_dataset.hpp"
 #include "muninn/frontend/solve.hpp"
+#include "muninn/frontend/tap_dump.hpp"
 #include "progress.hpp"
 
 namespace muninn::cli {
@@ -59,6 +61,24 @@ int cmd_solve(const parsed& p) {
   const std::int64_t L = m.seq_len();
   const std::optional<std::int64_t> ignore = d.metadata().ignore_label_id;
   std::cout << "model: " << m.describe() << "\nhalting: " << plan.halting << "\n";
+  // --dump: each supervision step's logits [rows, seq_len, vocab], q_halt and q_continue [rows], rows being
+  // the puzzles still running (their indices are the files' positions).
+  std::optional<fe::tap_dump> dump;
+  fe::solve_step_fn on_step;
+  if (fe::wants_dump(p.options)) {
+    dump.emplace(p.options, std::vector<std::string>{"logits", "q_halt", "q_continue"});
+    const std::vector<std::string> names = fe::tap_selection(p.options, {"logits", "q_halt", "q_continue"});
+    const auto wanted = [names](const char* n) { return names.empty() || std::find(names.begin(), names.end(), n) != names.end(); };
+    on_step = [&, wanted](std::int64_t e0, const fe::trm_step_view& v) {
+      const std::int64_t rows = std::int64_t(v.samples->size());
+      std::vector<std::int64_t> idx;
+      for (std::int64_t s : *v.samples) idx.push_back(e0 + s);
+      if (wanted("logits")) dump->write("logits", v.step - 1, {rows, L, m.vocab_size()}, v.logits->data(), idx.data());
+      if (wanted("q_halt")) dump->write("q_halt", v.step - 1, {rows}, v.q_halt->data(), idx.data());
+      if (wanted("q_continue") && v.q_continue && !v.q_continue->empty())
+        dump->write("q_continue", v.step - 1, {rows}, v.q_continue->data(), idx.data());
+    };
+  }
   const progress_bar bar("solve");
   const auto t0 = std::chrono::steady_clock::now();
   const fe::solve_report t = fe::run_solve(
@@ -77,7 +97,9 @@ int cmd_solve(const parsed& p) {
         }
         bar.update(e0 + std::int64_t(pb.ids.size()), plan.puzzles);
         return true;
-      });
+      },
+      on_step);
+  if (dump) std::cerr << "muninn: " << dump->finish() << "\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char line[256];
   std::snprintf(line, sizeof line, "puzzles=%lld exact_accuracy=%.4f token_accuracy=%.4f (%lld/%lld tokens) mean_steps=%.2f\n",

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "muninn/model/taps.hpp"
 #include "muninn/policies/halting_options.hpp"
 #include "muninn/policies/router.hpp"
 #include "muninn/policies/state_init.hpp"
@@ -53,6 +54,9 @@ struct run_options {
   /// lookup (transformers' `inputs_embeds`): CALM feeds its compressed chunks this way. The ids
   /// given with it then only count positions. Single-sequence calls only.
   const void* input_rows = nullptr;
+  /// \brief Named observation points (model/taps.hpp): a callback and the taps it wants. Unset,
+  /// a tap point costs one test.
+  tap_options taps;
 };
 
 /// \brief Which positions get logits.

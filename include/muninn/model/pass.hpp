@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -136,6 +138,26 @@ class forward_pass {
     run_layers_on(s.rows, ws_.route_pos(), group, buf, step);
   }
 
+  /// \brief Whether the call's tap callback wants tap `name` (see run_options::taps).
+  bool tapping(std::string_view name) const { return opt_.taps.wants(name); }
+  /// \brief Hands tap `name` of step `step` to the callback: `data` [rows.size(), cols] in host
+  /// memory, row i at position rows.pos(i). Callers test tapping(name) first.
+  void tap_host(std::string_view name, std::int64_t step, const float* data, const engine::active_rows& rows,
+                std::int64_t cols) const {
+    std::vector<std::int64_t> pos(std::size_t(rows.size()));
+    for (std::int64_t i = 0; i < rows.size(); ++i) pos[std::size_t(i)] = rows.pos(i);
+    opt_.taps.on_tap(tap_event{name, step, rows.size(), cols, data, pos.data()});
+  }
+  /// \brief tap_host for values `data` [rows.size(), cols] in backend memory (copied to the host
+  /// only when the tap is wanted).
+  void tap_rows(std::string_view name, std::int64_t step, const value_type* data, const engine::active_rows& rows,
+                std::int64_t cols) const {
+    if (!tapping(name)) return;
+    std::vector<float> host(std::size_t(rows.size() * cols));
+    engine::download_floats(be_, data, rows.size() * cols, host.data());
+    tap_host(name, step, host.data(), rows, cols);
+  }
+
   /// \brief Embedded input / prelude output [rows, h].
   value_type* e() { return ws_.e(); }
   /// \brief Recurrent state [rows, h].
@@ -150,6 +172,12 @@ class forward_pass {
   /// \brief e = embedding(ids) · InputPolicy::scale(h), or what the InputPolicy's own `embed`
   /// makes of the rows' K ids (a chunk input), or the caller's `run_options::input_rows`.
   void embed() {
+    embed_input();
+    if (opt_.taps.on_tap) tap_rows("embeddings", -1, ws_.e(), rows_, m_.dims().h);
+  }
+
+  /// \brief embed() without its tap.
+  void embed_input() {
     if (opt_.input_rows) return copy_input_rows();
     using input = typename arch_type::input_policy;
     const std::int64_t K = m_.tokens_per_position();
@@ -208,7 +236,16 @@ class forward_pass {
       nn::run_layer<typename arch_type::block_policy, typename arch_type::rope_policy>(
           be_, m_.layer_at(group, step, std::int64_t(j)), m_.dims(), buf, rows, kv, m_.weights().rope.data(),
           ws_.scratch());
+      if (opt_.taps.on_tap) {
+        const std::string name = std::string(group_name(group)) + ".layer." + std::to_string(j);
+        tap_rows(name, group == layer_group::core ? step : -1, buf, rows, m_.dims().h);
+      }
     }
+  }
+
+  /// \brief The tap name of a layer group: "prelude", "core" or "coda".
+  static const char* group_name(layer_group g) {
+    return g == layer_group::prelude ? "prelude" : g == layer_group::core ? "core" : "coda";
   }
 
   /// \brief Applies `run_options::blend` to the prelude output (a no-op unless asked for). The
@@ -257,6 +294,7 @@ class forward_pass {
   /// exit emit their logits and leave the stack.
   void end_step(std::int64_t s) {
     for (const auto& run : rows_.runs()) pieces_[std::size_t(run.seq)].steps_done = s + 1;
+    if (opt_.taps.on_tap) tap_rows("state", s, x_, rows_, m_.dims().h);
     const bool check = exits_ && s + 1 < max_steps_ && s >= hopt_.min_steps &&
                        (s - hopt_.min_steps) % hopt_.check_every == 0;
     if (opt_.on_step) {
@@ -419,8 +457,23 @@ class forward_pass {
     if (m == 0) return 0;
     const head_args<backend_type, value_type> a{be_, g, m, h, V, m_.weights().ln_f.data(), m_.dims().eps,
                                                 m_.output_weight(), ws_.logits(), m_.output_converted()};
+    if (opt_.taps.on_tap) tap_head("head.input", g, h, rows_of);  // before the head norms g in place
     arch_type::head_policy::logits(a);
+    if (opt_.taps.on_tap) tap_head("logits", ws_.logits(), V, rows_of);
     return m;
+  }
+
+  // Tap `name` of the rows head_logits runs (each piece's last rows_of(piece) rows, in run
+  // order): `data` [those rows, cols].
+  template <class RowsOf>
+  void tap_head(std::string_view name, const value_type* data, std::int64_t cols, RowsOf&& rows_of) {
+    if (!tapping(name)) return;
+    engine::active_rows out;
+    for (const auto& run : rows_.runs()) {
+      const std::int64_t r = rows_of(pieces_[std::size_t(run.seq)]);
+      if (r > 0) out.append(run.seq, run.pos0 + run.n - r, r);
+    }
+    tap_rows(name, -1, data, out, cols);
   }
 
   // head_logits, then each piece's rows to dst_of(piece) (host float, [rows, V]).

@@ -207,7 +207,7 @@ class calm_batch final : public batch_engine {
   request plan(const std::vector<std::int32_t>& prompt, const option_values& o) const {
     const calm_config& c = m_.config();
     check_prompt(prompt, c.backbone.vocab_size);
-    for (const char* f : {"draft-steps", "lookahead", "dump-states"})
+    for (const char* f : {"draft-steps", "lookahead", "dump-states", "dump", "taps"})
       if (o.has(f)) fail_as(error_kind::usage, o.spelled(f), " does not apply to CALM checkpoints");
     request r;
     r.g = calm_options_from(m_, prompt, o);

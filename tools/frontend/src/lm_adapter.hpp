@@ -21,6 +21,7 @@
 #include "muninn/io/tokenizer.hpp"
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/brier.hpp"
+#include "muninn/frontend/tap_dump.hpp"
 
 namespace muninn::frontend::detail {
 
@@ -139,7 +140,7 @@ inline bool wants_parallel(const option_values& o) {
     fail_as(error_kind::usage, o.spelled("sampler"), " ", s, " applies to CALM checkpoints; this model samples tokens "
             "from logits (plain or parallel)");
   if (s == "parallel") {
-    for (const char* f : {"exit", "warm-start", "draft-steps", "kv-budget", "kv-fallback", "dump-states"})
+    for (const char* f : {"exit", "warm-start", "draft-steps", "kv-budget", "kv-fallback", "dump-states", "dump"})
       if (o.has(f)) fail_as(error_kind::usage, o.spelled(f), " does not apply to ", o.spelled("sampler"), " parallel");
     return true;
   }
@@ -276,6 +277,25 @@ class lm_model final : public loaded_model {
     return t;
   }
 
+  /// \brief The names of the pass's taps (run_options::taps) this model reaches.
+  std::vector<std::string> pass_taps() const {
+    std::vector<std::string> t = {"embeddings"};
+    for (layer_group g : {layer_group::prelude, layer_group::core, layer_group::coda}) {
+      for (std::size_t j = 0; j < m_.layers(g).size(); ++j)
+        t.push_back(std::string(forward_pass<Model>::group_name(g)) + ".layer." + std::to_string(j));
+      if (g == layer_group::core && recurrent()) t.push_back("state");
+      if (g == layer_group::core && routed) {
+        const bool token = std::string(Model::router_policy::name) == "token_choice";
+        for (const char* r : token ? std::vector<const char*>{"router.logits", "router.probs", "router.gates", "router.depths"}
+                                   : std::vector<const char*>{"router.logits", "router.gates", "router.selected"})
+          t.push_back(r);
+      }
+    }
+    t.push_back("head.input");
+    t.push_back("logits");
+    return t;
+  }
+
   forward_result forward(const std::vector<std::int32_t>& ids, const option_values& o,
                          const std::vector<std::string>& taps) const override {
     check_taps(taps);
@@ -293,7 +313,10 @@ class lm_model final : public loaded_model {
     }
     std::vector<float> latents;
     if (wants("latents")) run.latents = &latents;
+    std::optional<tap_dump> dump;
+    if (wants_dump(o)) run.taps = dump.emplace(o, pass_taps()).options();
     r.logits = m_.forward(ids, run);
+    if (dump) r.notes.push_back(dump->finish());
     r.rows = n;
     r.vocab = m_.config().vocab_size;
     r.steps = recurrent() ? run.steps : -1;
@@ -362,6 +385,8 @@ class lm_model final : public loaded_model {
     if (g.run.halt.prefill == prefill_exit::prompt || routed)  // the prompt runs as one pass
       lim.max_chunk = std::max<std::int64_t>(lim.max_chunk, std::int64_t(prompt.size()));
     auto ctx = m_.make_context(lim);
+    std::optional<tap_dump> taps;
+    if (wants_dump(o)) g.run.taps = taps.emplace(o, pass_taps()).options();
     std::optional<state_dump> dump;
     if (o.has("dump-states")) {
       dump.emplace(total, max_steps, cfg.n_embd);
@@ -372,6 +397,7 @@ class lm_model final : public loaded_model {
     out.tokens = r.tokens;
     out.steps = r.steps;
     out.stop_reason = stop_reason(r.tokens, g, cb, stops);
+    if (taps) out.notes.push_back(taps->finish());
     if (dump) out.notes.push_back(dump->write(o.text("dump-states", ""), std::int64_t(prompt.size()),
                                               std::int64_t(r.tokens.size())));
     if (g.draft_steps > 0)
@@ -392,7 +418,7 @@ class lm_model final : public loaded_model {
   std::vector<generation> generate_batch(const std::vector<std::vector<std::int32_t>>& prompts, const option_values& o,
                                          const std::vector<std::int32_t>& stops) const override {
     // What the batched decoder does not run (speculative, the parallel sampler, state dumps) runs one at a time.
-    if (o.has("draft-steps") || wants_parallel(o) || o.has("dump-states"))
+    if (o.has("draft-steps") || wants_parallel(o) || o.has("dump-states") || o.has("dump"))
       return loaded_model::generate_batch(prompts, o, stops);
     for (std::size_t i = 0; i < prompts.size(); ++i)
       check_ids(prompts[i], m_.config().vocab_size, "prompt " + std::to_string(i));

@@ -29,7 +29,7 @@ struct lm_request_options {
 
 /// \brief Options a batch engine cannot honour: each is a usage error naming it.
 inline void reject_unbatched(const option_values& o) {
-  for (const char* f : {"draft-steps", "lookahead", "dump-states"})
+  for (const char* f : {"draft-steps", "lookahead", "dump-states", "dump", "taps"})
     if (o.has(f)) fail_as(error_kind::usage, o.spelled(f), " is not available when serving (single-sequence only)");
   if (o.has("sampler") && o.choice("sampler", "plain") == "parallel")
     fail_as(error_kind::usage, o.spelled("sampler"), " parallel is not available when serving (single-sequence only)");

@@ -117,6 +117,13 @@ option_spec kernels_option(const std::string& def = "fastest") {
                 "number of rows, so a sequence gives the same bits alone or batched (slower prefill)",
                 def, {"huginn", "llama", "mor"});
 }
+option_spec dump_option() {
+  return cli_only(front_end(text("dump", "DIR", "write the run's taps as DIR/<tap>[.step<S>].<call>.npy and DIR/taps.json")));
+}
+option_spec taps_option() {
+  return cli_only(text("taps", "a,b,...", "with --dump: only these taps or dotted prefixes of them (all when not given)"));
+}
+
 option_spec data_option(const std::string& help) { return required(front_end(text("data", "FILE", help))); }
 
 std::vector<option_spec> info_options() { return {config_option(), ae_option(), dtype_option(), quantize_option()}; }
@@ -132,7 +139,9 @@ std::vector<option_spec> forward_options() {
           quantize_option(),
           kernels_option(),
           config_option(),
-          cli_only(front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]")))};
+          cli_only(front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]"))),
+          dump_option(),
+          taps_option()};
 }
 
 std::vector<option_spec> sampling_options() {
@@ -218,6 +227,8 @@ std::vector<option_spec> generate_options() {
       text("cache-lookup", "full|latest-m4-compress-s<N>", "parallel: KV of the core", recurrent, "",
            "one recurrence of the core, which is latest-m4-compress-s4 on Huginn-0125's 4-layer core"),
       front_end(text("dump-states", "FILE.npy", "write every state of every recurrence step (layout below)", recurrent)),
+      dump_option(),
+      taps_option(),
       cli_only(flag("show-steps", "print the recurrence steps (CALM: head samples) of each generated token",
                     {"huginn", "calm"})),
   };
@@ -274,10 +285,12 @@ std::vector<option_spec> solve_options() {
       cli_only(flag("show", "print each puzzle's input, prediction and label grids")),
       integer("limit", "N", "the first N examples of the split only", 1, 1LL << 40, "", "every example"),
       integer("batch", "N", "puzzles per batch", 1, 1 << 16, "64"),
+      dump_option(),
+      taps_option(),
   };
 }
 
-std::vector<option_spec> ae_options() { return {ae_option()}; }
+std::vector<option_spec> ae_options() { return {ae_option(), dump_option(), taps_option()}; }
 
 std::vector<option_spec> tokenize_options() { return {config_option(), ae_option()}; }
 

@@ -88,13 +88,16 @@ solve_plan plan_solve(const trm_extras& m, const option_values& o, std::int64_t 
 }
 
 solve_report run_solve(trm_extras& m, const solve_plan& plan, const batch_source& source,
-                       const std::optional<std::int64_t>& ignore, const solve_batch_fn& on_batch) {
+                       const std::optional<std::int64_t>& ignore, const solve_batch_fn& on_batch,
+                       const solve_step_fn& on_step) {
   solve_report r;
   const std::int64_t L = m.seq_len();
   for (std::int64_t e0 = 0; e0 < plan.puzzles; e0 += plan.batch) {
     const std::int64_t e1 = std::min(plan.puzzles, e0 + plan.batch);
     const puzzle_batch b = source(e0, e1);
-    const trm_solution s = m.solve(b.inputs, b.ids, plan.halt);
+    std::function<void(const trm_step_view&)> step;
+    if (on_step) step = [&](const trm_step_view& v) { on_step(e0, v); };
+    const trm_solution s = m.solve(b.inputs, b.ids, plan.halt, step);
     for (std::int64_t i = 0; i < e1 - e0; ++i) {
       const std::int32_t* pred = s.preds.data() + i * L;
       const puzzle_score score = score_puzzle(pred, b.labels[std::size_t(i)], ignore);

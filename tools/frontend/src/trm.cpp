@@ -74,6 +74,7 @@ class trm_loaded final : public loaded_model, public trm_extras {
       v.samples = &samples;
       v.logits = &o.logits;
       v.q_halt = &o.q_halt;
+      v.q_continue = &o.q_continue;
       on_step(v);
     };
     // Without a step callback only the halt bytes leave the backend until a puzzle stops.

@@ -121,6 +121,7 @@ struct expert_choice {
       const std::vector<std::uint8_t> keep = p.options().routing == routing_mode::scoring
                                                  ? top_k(p, cand, gate, capacity(mor, r))
                                                  : passes(mor.router_func, logit, r);
+      if (p.options().taps.on_tap) tap_choice(p, r, cand, logit, gate, keep);
       engine::row_subset sel = detail::keep_rows(cand, keep);
       if (sel.idx.empty()) break;
       std::vector<float> g;
@@ -147,6 +148,18 @@ struct expert_choice {
   }
 
  private:
+  // Taps "router.logits", "router.gates" and "router.selected" (1 kept, 0 dropped) of recursion
+  // r's candidates.
+  template <class Pass>
+  static void tap_choice(Pass& p, std::int64_t r, const engine::row_subset& cand, const std::vector<float>& logit,
+                         const std::vector<float>& gate, const std::vector<std::uint8_t>& keep) {
+    if (p.tapping("router.logits")) p.tap_host("router.logits", r, logit.data(), cand.rows, 1);
+    if (p.tapping("router.gates")) p.tap_host("router.gates", r, gate.data(), cand.rows, 1);
+    if (p.tapping("router.selected")) {
+      const std::vector<float> sel(keep.begin(), keep.end());
+      p.tap_host("router.selected", r, sel.data(), cand.rows, 1);
+    }
+  }
   // Causal rule: everyone at recursion 0, then σ(logit) ≥ 0.5 (logit ≥ 0 for tanh and none).
   static std::vector<std::uint8_t> passes(const std::string& func, const std::vector<float>& logit, std::int64_t r) {
     std::vector<std::uint8_t> keep(logit.size(), 1);
@@ -199,6 +212,7 @@ struct token_choice {
     std::vector<std::int64_t> depth(static_cast<std::size_t>(n));
     std::vector<float> gate(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) choose(mor, m.weights().routers[0].bias, z.data() + i * Nr, depth[i], gate[i]);
+    if (p.options().taps.on_tap) tap_choice(p, z, depth, gate);
     // h: the running state of the tokens still recurring (a compacted copy of their rows).
     engine::row_subset active = detail::all_rows(p);
     auto* run = p.ws().x();
@@ -224,11 +238,9 @@ struct token_choice {
     }
   }
 
-  /// \brief A token's depth index j* and gate from its router logits z[Nr].
-  static void choose(const mor_settings& mor, const std::vector<float>& bias, const float* z, std::int64_t& j,
-                     float& g) {
+  /// \brief A token's probabilities prob[Nr] from its router logits z[Nr]: α·softmax(z) or α·σ(z).
+  static void probabilities(const mor_settings& mor, const float* z, float* prob) {
     const std::int64_t Nr = mor.recursions;
-    std::vector<float> prob(static_cast<std::size_t>(Nr));
     if (mor.router_func == "sigmoid") {
       for (std::int64_t i = 0; i < Nr; ++i) prob[i] = detail::sigmoid(z[i]) * float(mor.alpha);
     } else {  // softmax
@@ -237,6 +249,14 @@ struct token_choice {
       for (std::int64_t i = 0; i < Nr; ++i) sum += prob[i] = std::exp(z[i] - mx);
       for (std::int64_t i = 0; i < Nr; ++i) prob[i] = prob[i] / sum * float(mor.alpha);
     }
+  }
+
+  /// \brief A token's depth index j* and gate from its router logits z[Nr].
+  static void choose(const mor_settings& mor, const std::vector<float>& bias, const float* z, std::int64_t& j,
+                     float& g) {
+    const std::int64_t Nr = mor.recursions;
+    std::vector<float> prob(static_cast<std::size_t>(Nr));
+    probabilities(mor, z, prob.data());
     j = 0;
     for (std::int64_t i = 1; i < Nr; ++i) {
       const float a = prob[i] + (bias.empty() ? 0.0f : bias[i]), b = prob[j] + (bias.empty() ? 0.0f : bias[j]);
@@ -246,6 +266,26 @@ struct token_choice {
   }
 
  private:
+  // Taps "router.logits" [n, Nr], "router.probs" [n, Nr] (the unbiased α-scaled probabilities),
+  // "router.gates" [n, 1] and "router.depths" [n, 1] (recursions chosen, j* + 1) of every row.
+  template <class Pass>
+  static void tap_choice(Pass& p, const std::vector<float>& z, const std::vector<std::int64_t>& depth,
+                         const std::vector<float>& gate) {
+    const auto& mor = p.model().config().mor;
+    const std::int64_t Nr = mor.recursions, n = std::int64_t(gate.size());
+    if (p.tapping("router.logits")) p.tap_host("router.logits", -1, z.data(), p.rows(), Nr);
+    if (p.tapping("router.probs")) {
+      std::vector<float> prob(static_cast<std::size_t>(n * Nr));
+      for (std::int64_t i = 0; i < n; ++i) probabilities(mor, z.data() + i * Nr, prob.data() + i * Nr);
+      p.tap_host("router.probs", -1, prob.data(), p.rows(), Nr);
+    }
+    if (p.tapping("router.gates")) p.tap_host("router.gates", -1, gate.data(), p.rows(), 1);
+    if (p.tapping("router.depths")) {
+      std::vector<float> d(depth.size());
+      for (std::size_t i = 0; i < d.size(); ++i) d[i] = float(depth[i] + 1);
+      p.tap_host("router.depths", -1, d.data(), p.rows(), 1);
+    }
+  }
   template <class V>
   static V kept(const V& v, const std::vector<std::uint8_t>& keep) {
     V out;

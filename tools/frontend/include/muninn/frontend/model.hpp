@@ -69,6 +69,7 @@ struct forward_result {
   std::int64_t steps = -1;            ///< recurrence depth used (-1: not a recurrent model)
   std::vector<std::int32_t> depths;   ///< recursions or steps each position ran (routed and recurrent models)
   std::map<std::string, tap_value> taps;  ///< the taps the caller asked for, by name
+  std::vector<std::string> notes;         ///< one-line reports for a log (files written by --dump)
 };
 
 /// \brief Streaming and cancellation of a generation.
@@ -221,6 +222,7 @@ struct trm_step_view {
   const std::vector<std::int64_t>* samples = nullptr;  ///< batch index of each row
   const std::vector<float>* logits = nullptr;   ///< [rows, seq_len, vocab]
   const std::vector<float>* q_halt = nullptr;   ///< [rows]
+  const std::vector<float>* q_continue = nullptr;  ///< [rows] (empty when the model has no continue head)
 };
 
 /// \brief What a solve returns per sample: steps used, predictions and the last step's logits.

@@ -78,8 +78,14 @@ using batch_source = std::function<puzzle_batch(std::int64_t e0, std::int64_t e1
 /// false stops the solve there (report.cancelled).
 using solve_batch_fn = std::function<bool(std::int64_t e0, const puzzle_batch& b, const trm_solution& s)>;
 
-/// \brief Runs `plan` over puzzles from `source` (labels equal to `ignore` do not count).
+/// \brief Called after every supervision step of a batch with the batch's first index and the
+/// step's outputs (the taps of a solve).
+using solve_step_fn = std::function<void(std::int64_t e0, const trm_step_view& v)>;
+
+/// \brief Runs `plan` over puzzles from `source` (labels equal to `ignore` do not count);
+/// `on_step` sees every supervision step when set.
 solve_report run_solve(trm_extras& m, const solve_plan& plan, const batch_source& source,
-                       const std::optional<std::int64_t>& ignore, const solve_batch_fn& on_batch = {});
+                       const std::optional<std::int64_t>& ignore, const solve_batch_fn& on_batch = {},
+                       const solve_step_fn& on_step = {});
 
 }  // namespace muninn::frontend
