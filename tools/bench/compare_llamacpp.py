@@ -102,8 +102,15 @@ def decode_bytes(bytes_per_weight):
 
 
 def llama_bench(bench, model, threads, repeats):
-    out = subprocess.run([bench, "-m", model, "-p", "128", "-n", "64", "-t", str(threads), "-r", str(repeats),
-                          "-o", "json"], capture_output=True, text=True, check=True).stdout
+    cmd = [bench, "-m", model, "-p", "128", "-n", "64", "-t", str(threads), "-r", str(repeats), "-o", "json"]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode == -4:
+        # SIGILL: a native build uses AMX tiles for Q8_0 on CPUs that list AMX, but a virtual machine may
+        # not grant the tile state. `--repack 0` keeps llama.cpp on its AVX-512 kernels instead.
+        print(f"note: llama-bench died with SIGILL on {os.path.basename(model)}; rerun with --repack 0", flush=True)
+        run = subprocess.run(cmd + ["--repack", "0"], capture_output=True, text=True)
+    run.check_returncode()
+    out = run.stdout
     res = {}
     for r in json.loads(out):
         res["prefill" if r["n_prompt"] > 0 else "decode"] = r["avg_ts"]
@@ -118,7 +125,7 @@ def muninn_bench(build, threads):
     res = {}
     for b in json.loads(out)["benchmarks"]:
         name = b["name"]
-        fmt = name.split("format:")[1].split("/")[0] if "format:" in name else "f32"
+        fmt = "bf16" if "Bf16" in name else "q8" if "Q8" in name else "f32"  # BM_LlamaDecodeBf16, ...Q8
         res[(fmt, "prefill" if "Prefill" in name else "decode")] = b["tok_s"]
     return res
 
