@@ -24,6 +24,10 @@ struct calm_generate_options : chunk_sampling_options {
   /// Called with each generated chunk (K ids, [PAD] included) as soon as it is drawn; returning
   /// false ends the generation after it (cancellation, streaming). Empty: no call.
   std::function<bool(const std::vector<std::int32_t>& chunk)> on_chunk;
+  /// Run options of every backbone call (the prompt's, then one per generated chunk); their
+  /// `taps` also receive each generated chunk's head taps (`head.samples`, `head.latent`,
+  /// `ae.logits`, with `tap_event::step` the chunk's index: calm_chunk_sampler::next).
+  run_options run;
 };
 
 /// \brief What a CALM generation produced.
@@ -42,7 +46,7 @@ namespace detail {
 template <class Backend, class T>
 std::vector<std::int32_t> next_calm_chunk(calm_model<Backend, T>& m, const std::vector<float>& h, std::int64_t p,
                                           const calm_generate_options& o, std::int64_t& draws, std::int64_t step = 0) {
-  return m.sampler().next(h.data(), p, step, o, draws);
+  return m.sampler().next(h.data(), p, step, o, draws, &o.run.taps);
 }
 
 // The sampler's temperature rule and the given draws' fit to it, checked before any work.
@@ -78,7 +82,7 @@ calm_generation generate_calm(calm_model<Backend, T>& m, const std::vector<std::
   }
   const std::int64_t max_chunks = std::max<std::int64_t>(std::int64_t(g.padded.size()) / K + 1, (o.max_length + K - 1) / K);
   auto ctx = m.make_context(max_chunks, std::int64_t(g.padded.size()) / K);
-  std::vector<float> h = m.hidden(ctx, g.padded, logits_for::last);
+  std::vector<float> h = m.hidden(ctx, g.padded, o.run, logits_for::last);
   for (;;) {
     const std::int64_t p = std::int64_t(g.padded.size()) / K - 1;  // the position h belongs to
     std::int64_t draws = 0;
@@ -88,7 +92,7 @@ calm_generation generate_calm(calm_model<Backend, T>& m, const std::vector<std::
     g.stopped_at_eos = c.eos_id >= 0 && std::find(chunk.begin(), chunk.end(), std::int32_t(c.eos_id)) != chunk.end();
     const bool go_on = !o.on_chunk || o.on_chunk(chunk);
     if (!go_on || g.stopped_at_eos || std::int64_t(g.padded.size()) >= o.max_length) break;
-    h = m.hidden(ctx, chunk, logits_for::last);
+    h = m.hidden(ctx, chunk, o.run, logits_for::last);
   }
   for (std::int32_t t : g.padded)
     if (t != c.pad_id) g.ids.push_back(t);

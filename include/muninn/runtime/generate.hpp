@@ -80,7 +80,7 @@ generate_result generate_emissions(const Model& m, typename Model::context_type&
   for (std::int64_t step = 0;; ++step) {
     ++res.forward_calls;
     std::int64_t draws = 0;
-    const std::vector<std::int32_t> out = smp.next(row.data(), ctx.length() - 1, step, opt.chunks, draws);
+    const std::vector<std::int32_t> out = smp.next(row.data(), ctx.length() - 1, step, opt.chunks, draws, &run.taps);
     res.last_logits = row;
     bool stop = false;
     for (std::int32_t t : out) {

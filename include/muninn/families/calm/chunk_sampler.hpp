@@ -15,6 +15,7 @@
 #include "muninn/families/calm/config.hpp"
 #include "muninn/families/calm/energy_head.hpp"
 #include "muninn/ops/chunk_choice.hpp"
+#include "muninn/model/taps.hpp"
 #include "muninn/ops/chunk_exact.hpp"
 #include "muninn/policies/head.hpp"
 
@@ -60,8 +61,38 @@ class calm_chunk_sampler {
 
   /// \brief One chunk (K ids) from the output row `row` [d] of chunk position `p`, the `step`-th
   /// chunk of a generation (it picks the slice of given draws); `draws` receives the head samples used.
+  ///
+  /// `taps`, when its callback is set, receives the step's head taps with `tap_event::step` =
+  /// `step`: `head.samples` [S, l] (every latent the head drew for this chunk, in draw order),
+  /// `head.latent` [1, l] (the first of them that decodes to the chosen chunk; its position is
+  /// its index among the samples) and `ae.logits` [K, V] (the decoder's logits for that latent,
+  /// whose arg-max per row is the chunk; positions: the chunk's token positions, (p+1)·K …).
+  /// Taps never change the chunk drawn.
   std::vector<std::int32_t> next(const float* row, std::int64_t p, std::int64_t step,
-                                 const chunk_sampling_options& o, std::int64_t& draws) {
+                                 const chunk_sampling_options& o, std::int64_t& draws,
+                                 const tap_options* taps = nullptr) {
+    const bool tapped = taps && (taps->wants("head.samples") || taps->wants("head.latent") ||
+                                 taps->wants("ae.logits"));
+    if (!tapped) return draw(row, p, step, o, draws);
+    recorded_latents_.clear();
+    recorded_ids_.clear();
+    recording_ = true;
+    std::vector<std::int32_t> chunk;
+    try {
+      chunk = draw(row, p, step, o, draws);
+    } catch (...) {
+      recording_ = false;
+      throw;
+    }
+    recording_ = false;
+    emit_taps(*taps, chunk, p, step, draws);
+    return chunk;
+  }
+
+ private:
+  // next() without taps.
+  std::vector<std::int32_t> draw(const float* row, std::int64_t p, std::int64_t step, const chunk_sampling_options& o,
+                                 std::int64_t& draws) {
     const std::vector<float> h(row, row + cfg_->backbone.n_embd);
     const std::int64_t K = cfg_->patch_size;
     if (o.temperature == 1.0) {  // one head sample, whichever sampler (both reduce to it)
@@ -91,6 +122,54 @@ class calm_chunk_sampler {
     draws = sample_chunk_exact(source, K, o.temperature, o.seed, p, chunk.data(), eo).draws;
     return chunk;
   }
+
+  // The head taps of one generated chunk from what decoded_samples recorded while it was drawn.
+  // Only the first `draws` samples count (the exact sampler's last batch may hold unused ones).
+  void emit_taps(const tap_options& taps, const std::vector<std::int32_t>& chunk, std::int64_t p, std::int64_t step,
+                 std::int64_t draws) {
+    const std::int64_t K = cfg_->patch_size, l = cfg_->latent_size;
+    const std::int64_t S = std::min<std::int64_t>(draws, std::int64_t(recorded_latents_.size()) / l);
+    if (taps.wants("head.samples")) {
+      tap_event e;
+      e.name = "head.samples";
+      e.step = step;
+      e.rows = S;
+      e.cols = l;
+      e.data = recorded_latents_.data();
+      taps.on_tap(e);
+    }
+    if (!taps.wants("head.latent") && !taps.wants("ae.logits")) return;
+    std::int64_t j = 0;
+    while (j < S && !std::equal(chunk.begin(), chunk.end(), recorded_ids_.begin() + std::ptrdiff_t(j * K))) ++j;
+    MUNINN_CHECK(j < S, "calm: the chosen chunk is none of the ", S, " head samples drawn for it");
+    const std::vector<float> z(recorded_latents_.begin() + std::ptrdiff_t(j * l),
+                               recorded_latents_.begin() + std::ptrdiff_t((j + 1) * l));
+    if (taps.wants("head.latent")) {
+      tap_event e;
+      e.name = "head.latent";
+      e.step = step;
+      e.rows = 1;
+      e.cols = l;
+      e.data = z.data();
+      e.positions = &j;
+      taps.on_tap(e);
+    }
+    if (taps.wants("ae.logits")) {
+      const std::vector<float> logits = ae_->decode_logits(z);
+      std::vector<std::int64_t> pos(static_cast<std::size_t>(K));
+      for (std::int64_t t = 0; t < K; ++t) pos[std::size_t(t)] = (p + 1) * K + t;
+      tap_event e;
+      e.name = "ae.logits";
+      e.step = step;
+      e.rows = K;
+      e.cols = std::int64_t(logits.size()) / K;
+      e.data = logits.data();
+      e.positions = pos.data();
+      taps.on_tap(e);
+    }
+  }
+
+ public:
 
   /// \brief Latent samples from the head with the noise given: `hidden` [n, d], `noise`
   /// [n·S, noise_size] (row i·S + s is sample s of row i); returns [n·S, l].
@@ -194,6 +273,13 @@ class calm_chunk_sampler {
     const T* z = head_samples(hidden, noise, n, S);
     std::int32_t* ids = scratch_.ids(be_, 1, std::size_t(n * S * cfg_->patch_size));
     ae_->decode_argmax(z, n * S, ids);
+    if (recording_) {  // next() with head taps: the samples and their chunks, in draw order
+      const std::size_t nl = std::size_t(n * S * cfg_->latent_size), nk = std::size_t(n * S * cfg_->patch_size);
+      recorded_latents_.resize(recorded_latents_.size() + nl);
+      engine::download_floats(be_, z, std::int64_t(nl), recorded_latents_.data() + recorded_latents_.size() - nl);
+      recorded_ids_.resize(recorded_ids_.size() + nk);
+      be_.download(recorded_ids_.data() + recorded_ids_.size() - nk, ids, nk);
+    }
     return ids;
   }
 
@@ -230,6 +316,9 @@ class calm_chunk_sampler {
   const chunk_autoencoder<Backend, T>* ae_;
   const calm_config* cfg_;
   calm_scratch<Backend, T> scratch_;
+  bool recording_ = false;                  // next() with head taps is drawing
+  std::vector<float> recorded_latents_;     // its head samples [draws, l], in draw order
+  std::vector<std::int32_t> recorded_ids_;  // their decoded chunks [draws, K]
   typename Backend::template buffer<std::int64_t> positions_;  // the chosen row's chunk position
   typename Backend::template buffer<double> uniforms_;        // a given choice uniform
 };

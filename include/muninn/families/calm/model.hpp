@@ -73,9 +73,19 @@ class calm_model {
   /// normalised hidden state [n, d] for `logits_for::all`, or of the last chunk [1, d].
   std::vector<float> hidden(context_type& ctx, const std::vector<std::int32_t>& ids,
                             logits_for which = logits_for::all) {
+    return hidden(ctx, ids, run_options{}, which);
+  }
+
+  /// \brief hidden() with the run options of the backbone's pass: `run.taps` receives its taps
+  /// (`embeddings`: the chunk compressor's output [n, d]; `prelude.layer.J`: backbone layer J;
+  /// `head.input`: the rows entering the final norm; `logits`: the normalised hidden state, i.e.
+  /// what this returns), one row per chunk. The backbone is a plain stack: recurrence, routing and
+  /// state options have nothing to act on.
+  std::vector<float> hidden(context_type& ctx, const std::vector<std::int32_t>& ids, const run_options& run,
+                            logits_for which = logits_for::all) {
     const std::int64_t n = std::int64_t(ids.size()), K = patch_size();
     MUNINN_CHECK(n > 0 && n % K == 0, "calm: ", n, " tokens is not a positive multiple of patch_size ", K);
-    return m_->forward(ctx, ids, run_options{}, which);
+    return m_->forward(ctx, ids, run, which);
   }
 
   /// \brief Latent samples from the head with the noise given (calm_chunk_sampler::sample_latents).
