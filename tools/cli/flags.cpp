@@ -45,7 +45,9 @@ std::vector<command> make_commands() {
        "one forward pass: the argmax of every position's logits (and all logits with --output)", operation::forward,
        {model_flag(), {"--tokens", "1,2,3", "input token ids", true},
         {"--prompt", "TEXT", "input text, encoded with DIR/tokenizer.json", true}},
-       "Prints `steps=R tokens=N vocab=V` (steps: recurrent models) and `argmax per position: ...`."},
+       "Prints `steps=R tokens=N vocab=V` (steps: recurrent models) and `argmax per position: ...`.\n"
+       "CALM: the input is padded to whole chunks and the result is the backbone's normalised hidden\n"
+       "state of each chunk (`chunks=N hidden=d`; --output writes them, --dump the backbone's taps)."},
       {"generate", "--model DIR (--tokens 1,2,3 | --prompt TEXT | --chat TEXT) --max-new-tokens N [flags]",
        "decode with the KV cache, greedy or sampled, at fixed depth or with early exit", operation::generate,
        {model_flag(), {"--tokens", "1,2,3", "prompt token ids", true},

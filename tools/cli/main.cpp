@@ -56,6 +56,11 @@ int cmd_forward(const parsed& p) {
     io::write_npy(out, r.logits.data(), {r.rows, r.vocab});
     std::cout << "wrote " << out << " [" << r.rows << ", " << r.vocab << "] float32\n";
   }
+  if (m->calm()) {  // CALM's backbone ends in a final norm: its rows are hidden states, not logits
+    std::cout << "chunks=" << r.rows << " hidden=" << r.vocab
+              << " (normalised hidden states: the energy head's input, one per chunk)\n";
+    return 0;
+  }
   std::vector<std::int32_t> top;
   for (std::int64_t i = 0; i < r.rows; ++i) {
     const float* row = r.logits.data() + i * r.vocab;

@@ -79,6 +79,17 @@ void check_prompt(const std::vector<std::int32_t>& ids, std::int64_t vocab) {
       fail_as(error_kind::usage, "the prompt: token id ", ids[i], " at index ", i, " is out of range for vocab_size ", vocab);
 }
 
+// The ids right-padded with [PAD] to whole chunks, as the reference pads a prompt.
+std::vector<std::int32_t> padded_prompt(std::vector<std::int32_t> ids, const calm_config& c, const char* what) {
+  const std::size_t K = std::size_t(c.patch_size);
+  if (ids.size() % K == 0) return ids;
+  if (c.pad_id < 0)
+    fail_as(error_kind::usage, what, " of ", ids.size(), " tokens needs padding to a multiple of ", K,
+            " but the config has no pad_token_id");
+  ids.resize((ids.size() / K + 1) * K, std::int32_t(c.pad_id));
+  return ids;
+}
+
 // --noise FILE.npy: float32 [steps, S, noise_size], step s feeding the s-th generated chunk.
 std::vector<float> read_given_noise(const std::string& path, std::int64_t S, std::int64_t noise_size, bool used,
                                     const std::string& flag) {
@@ -251,10 +262,59 @@ class calm_loaded final : public loaded_model {
     return std::make_unique<calm_batch>(m_, limits);
   }
 
+  // The backbone's taps (forward() hands them back by name; --dump writes them) and, for a
+  // generation, each chunk's head taps.
+  std::vector<tap_spec> taps() const override {
+    std::vector<tap_spec> t = {{"embeddings", "the chunk compressor's output (the backbone's input), float32 [chunks, hidden]"}};
+    for (std::int64_t j = 0; j < m_.config().backbone.n_layers_in_prelude; ++j)
+      t.push_back({"prelude.layer." + std::to_string(j), "the output of backbone layer " + std::to_string(j) +
+                                                             ", float32 [chunks, hidden]"});
+    t.push_back({"head.input", "the backbone's last hidden states before the final norm, float32 [chunks, hidden]"});
+    t.push_back({"logits", "the normalised hidden states that feed the energy head (the result), float32 [chunks, hidden]"});
+    return t;
+  }
+
+  forward_result forward(const std::vector<std::int32_t>& ids, const option_values& o,
+                         const std::vector<std::string>& taps) const override {
+    check_taps(taps);
+    const calm_config& c = m_.config();
+    detail::check_ids(ids, c.backbone.vocab_size, "the input");
+    const std::vector<std::int32_t> padded = padded_prompt(ids, c, "the input");
+    const std::int64_t n = std::int64_t(padded.size()) / c.patch_size, d = c.backbone.n_embd;
+    if (n > c.backbone.block_size)
+      fail_as(error_kind::usage, "the input of ", ids.size(), " tokens is ", n, " chunks of ", c.patch_size,
+              "; the model's context holds ", c.backbone.block_size);
+    forward_result r;
+    std::optional<tap_dump> dump;
+    if (wants_dump(o)) dump.emplace(o, pass_taps(false));
+    // The dump takes what --taps selects; the caller's taps come back in the result.
+    const tap_options to_dump = dump ? dump->options() : tap_options{};
+    run_options run;
+    if (dump || !taps.empty()) {
+      if (!dump || !to_dump.names.empty()) {
+        run.taps.names = taps;
+        run.taps.names.insert(run.taps.names.end(), to_dump.names.begin(), to_dump.names.end());
+      }
+      run.taps.on_tap = [&](const tap_event& e) {
+        if (to_dump.wants(e.name)) to_dump.on_tap(e);
+        if (std::find(taps.begin(), taps.end(), e.name) != taps.end())
+          r.taps[std::string(e.name)] = tap_value{{e.rows, e.cols}, std::vector<float>(e.data, e.data + e.rows * e.cols), {}};
+      };
+    }
+    auto ctx = m_.make_context(n, n);
+    r.logits = m_.hidden(ctx, padded, run, logits_for::all);
+    if (dump) r.notes.push_back(dump->finish());
+    r.rows = n;
+    r.vocab = d;
+    return r;
+  }
+
   generation generate(const std::vector<std::int32_t>& prompt, const option_values& o,
                       const std::vector<std::int32_t>&, const generate_callbacks& cb) const override {
     check_prompt(prompt, m_.config().backbone.vocab_size);
     calm_generate_options g = calm_options_from(m_, prompt, o);
+    std::optional<tap_dump> dump;
+    if (wants_dump(o)) g.run.taps = dump.emplace(o, pass_taps(true)).options();
     const std::int64_t pad = m_.config().pad_id;
     bool cancelled = false;
     g.on_chunk = [&](const std::vector<std::int32_t>& chunk) {
@@ -272,6 +332,7 @@ class calm_loaded final : public loaded_model {
     out.tokens.assign(r.ids.begin() + std::ptrdiff_t(std::min(prompt.size(), r.ids.size())), r.ids.end());
     out.steps.assign(r.draws.begin(), r.draws.end());
     out.stop_reason = cancelled ? "cancelled" : r.stopped_at_eos ? "eos" : "length";
+    if (dump) out.notes.push_back(dump->finish());
     return out;
   }
 
@@ -288,6 +349,15 @@ class calm_loaded final : public loaded_model {
   }
 
  private:
+  // The names --dump knows: the backbone's taps, and for a generation the head's per chunk.
+  std::vector<std::string> pass_taps(bool generation) const {
+    std::vector<std::string> t;
+    for (const tap_spec& s : taps()) t.push_back(s.name);
+    if (generation)
+      for (const char* h : {"head.samples", "head.latent", "ae.logits"}) t.push_back(h);
+    return t;
+  }
+
   mutable calm_host m_;  // its scratch buffers change on every call; calls on one model do not overlap
   detail::lm_extras x_;
   calm_ae ae_;
@@ -363,7 +433,6 @@ bool calm_family::recognizes(const model_folder& f) {
 
 std::string calm_family::redirect(operation op) {
   switch (op) {
-    case operation::forward:
     case operation::score:
       return "a CALM checkpoint has no next-token logits (its energy head samples whole chunks): use muninn generate, "
              "muninn eval --metric brierlm or muninn ae";

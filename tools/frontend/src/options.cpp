@@ -139,7 +139,10 @@ std::vector<option_spec> forward_options() {
           quantize_option(),
           kernels_option(),
           config_option(),
-          cli_only(front_end(text("output", "FILE.npy", "write the logits of every position, float32 [tokens, vocab]"))),
+          cli_only(front_end(text("output", "FILE.npy",
+                                  "write the logits of every position, float32 [tokens, vocab] (CALM: the "
+                                  "normalised hidden state of every chunk, [chunks, hidden])"))),
+          cli_only(ae_option()),
           dump_option(),
           taps_option()};
 }
