@@ -1,12 +1,43 @@
 // npy_compare A.npy B.npy TOL [I]: exits 0 when shapes match and max |a - b| <= TOL (prints the max and
 // "argmax per row of B: i,j,..." for a 2-D B, the reference's greedy choice at each position).
 // With I, B is replaced by its slice B[I] along the first axis (one recorded step of a fixture).
+// B may also be json:FILE:KEY/KEY/INDEX/...: a flat number list of a JSON fixture (such as
+// tests/data/calm/expected.json), taken in A's shape when it holds as many values.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 
+#include <string>
+
+#include "muninn/io/json.hpp"
 #include "muninn/io/npy.hpp"
+
+namespace {
+
+// json:FILE:PATH, PATH's parts being object keys or array indices, as an npy array of A's shape.
+muninn::io::npy_array<float> json_values(const std::string& spec, const std::vector<std::int64_t>& shape) {
+  const std::size_t colon = spec.find(':', 5);
+  if (colon == std::string::npos) throw std::runtime_error("json:FILE:PATH expected, got " + spec);
+  const muninn::io::json root = muninn::io::read_json_file(spec.substr(5, colon - 5));
+  const muninn::io::json* at = &root;
+  std::string path = spec.substr(colon + 1);
+  while (!path.empty()) {
+    const std::size_t slash = path.find('/');
+    const std::string part = path.substr(0, slash);
+    path = slash == std::string::npos ? "" : path.substr(slash + 1);
+    at = !part.empty() && std::isdigit(static_cast<unsigned char>(part[0])) ? &(*at)[std::stoul(part)] : &at->at(part);
+  }
+  muninn::io::npy_array<float> out;
+  for (const auto& v : at->as_array()) out.data.push_back(float(v.as_double()));
+  std::size_t n = 1;
+  for (auto d : shape) n *= std::size_t(d);
+  out.shape = n == out.data.size() ? shape : std::vector<std::int64_t>{std::int64_t(out.data.size())};
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4 && argc != 5) {
@@ -15,7 +46,8 @@ int main(int argc, char** argv) {
   }
   try {
     const auto a = muninn::io::read_npy_f32(argv[1]);
-    auto b = muninn::io::read_npy_f32(argv[2]);
+    const std::string b_spec = argv[2];
+    auto b = b_spec.rfind("json:", 0) == 0 ? json_values(b_spec, a.shape) : muninn::io::read_npy_f32(argv[2]);
     if (argc == 5) {
       const long long i = std::atoll(argv[4]);
       if (b.shape.empty() || i < 0 || i >= b.shape[0]) {

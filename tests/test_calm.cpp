@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -367,6 +369,110 @@ TEST(CalmReference, GivenNoiseAtTemperatureOneEqualsTheStreamItReplaces) {
   }
   o.seed = 99;  // the given noise, not the seed, decides
   EXPECT_EQ(generate_calm(m, prompt, o).ids, want.ids);
+}
+
+namespace {
+// Every tap of a run, keyed "name@step", rows appended over the calls that reached it.
+struct tap_log {
+  std::map<std::string, std::vector<float>> values;
+  std::map<std::string, std::vector<std::int64_t>> positions;
+  std::map<std::string, std::int64_t> calls;
+  tap_options options() {
+    tap_options t;
+    t.on_tap = [this](const tap_event& e) {
+      const std::string key = std::string(e.name) + "@" + std::to_string(e.step);
+      values[key].insert(values[key].end(), e.data, e.data + e.rows * e.cols);
+      if (e.positions) positions[key].insert(positions[key].end(), e.positions, e.positions + e.rows);
+      ++calls[key];
+    };
+    return t;
+  }
+};
+}  // namespace
+
+// The backbone's taps through calm_model::hidden: the compressor output is the reference's
+// embed_proj, the last layer's output is head.input, and RMSNorm of head.input with the backbone's
+// final norm weight (written out here) is the logits tap, which is the call's result.
+TEST(CalmReference, BackboneTapsAreTheReferencesTensors) {
+  const io::json& e = expected_json();
+  calm& m = fixture_model();
+  tap_log log;
+  run_options run;
+  run.taps = log.options();
+  auto ctx = m.make_context(6);
+  const std::vector<float> h = m.hidden(ctx, muninn_test::ids_of(e.at("ids")), run);
+  EXPECT_LE(muninn_test::max_abs_diff(log.values.at("embeddings@-1"), floats_of(e.at("embed_proj"))), kTol);
+  EXPECT_EQ(log.values.at("logits@-1"), h);
+  EXPECT_EQ(log.values.at("prelude.layer.1@-1"), log.values.at("head.input@-1"));
+  EXPECT_NE(log.values.at("prelude.layer.0@-1"), log.values.at("head.input@-1"));
+  const std::vector<float>& x = log.values.at("head.input@-1");
+  const std::int64_t d = m.config().backbone.n_embd;
+  std::vector<float> w(static_cast<std::size_t>(d));
+  m.backend().download(w.data(), m.arch_model().weights().ln_f.data(), w.size());
+  std::vector<float> normed(x.size());
+  for (std::size_t r = 0; r < x.size() / std::size_t(d); ++r) {
+    double ss = 0;
+    for (std::int64_t c = 0; c < d; ++c) ss += double(x[r * d + c]) * x[r * d + c];
+    const double inv = 1.0 / std::sqrt(ss / double(d) + double(m.config().backbone.norm_eps));
+    for (std::int64_t c = 0; c < d; ++c) normed[r * d + c] = float(double(x[r * d + c]) * inv * w[std::size_t(c)]);
+  }
+  EXPECT_LE(muninn_test::max_abs_diff(normed, h), 1e-5);
+  auto plain_ctx = m.make_context(6);
+  EXPECT_EQ(m.hidden(plain_ctx, muninn_test::ids_of(e.at("ids"))), h);  // the old signature, no taps
+}
+
+// A generation's taps against the reference's record of each step: the logits tap of call s is the
+// hidden state it recorded, head.samples decode to its pool of samples (every drawn chunk, in draw
+// order: Algorithm 2's N and Algorithm 1's draws), ae.logits pick the chunk it generated and
+// decode head.latent; the generation is the same with every tap taken.
+TEST(CalmReference, GenerationTapsFollowTheReferenceStepByStep) {
+  calm& m = fixture_model();
+  const std::int64_t K = m.patch_size(), l = m.config().latent_size, V = m.config().backbone.vocab_size;
+  for (const auto& c : expected_json().at("generate").as_array()) {
+    SCOPED_TRACE(c.at("name").as_string());
+    calm_generate_options o;
+    o.temperature = c.at("temperature").as_double();
+    o.sampler = c.at("sampler").as_string() == "exact" ? calm_sampler::exact : calm_sampler::approximate;
+    if (const io::json* n = c.find("num_samples")) o.num_samples = n->as_int();
+    o.seed = std::uint64_t(c.at("seed").as_int());
+    o.max_length = c.at("max_length").as_int();
+    const std::vector<std::int32_t> prompt = muninn_test::ids_of(c.at("prompt"));
+    const calm_generation plain = generate_calm(m, prompt, o);
+    tap_log log;
+    o.run.taps = log.options();
+    const calm_generation tapped = generate_calm(m, prompt, o);
+    EXPECT_EQ(tapped.padded, plain.padded);
+    EXPECT_EQ(tapped.draws, plain.draws);
+    const auto& steps = c.at("steps").as_array();
+    ASSERT_EQ(tapped.draws.size(), steps.size());
+    // one backbone call per step: the prompt's, then each chunk but the last
+    const std::vector<float>& hidden = log.values.at("logits@-1");
+    ASSERT_EQ(hidden.size(), steps.size() * std::size_t(m.config().backbone.n_embd));
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      SCOPED_TRACE("step " + std::to_string(s));
+      const std::string at = "@" + std::to_string(s);
+      const std::int64_t d = m.config().backbone.n_embd;
+      const std::vector<float> row(hidden.begin() + std::ptrdiff_t(s * d), hidden.begin() + std::ptrdiff_t((s + 1) * d));
+      EXPECT_LE(muninn_test::max_abs_diff(row, floats_of(steps[s].at("hidden"))), kTol);
+      const std::vector<float>& samples = log.values.at("head.samples" + at);
+      EXPECT_EQ(std::int64_t(samples.size()), tapped.draws[s] * l);
+      if (const io::json* pool = steps[s].find("pool"))
+        EXPECT_EQ(m.autoencoder().decode(samples), muninn_test::ids_of(*pool));
+      const std::vector<float>& logits = log.values.at("ae.logits" + at);
+      ASSERT_EQ(std::int64_t(logits.size()), K * V);
+      std::vector<std::int32_t> picked;
+      for (std::int64_t r = 0; r < K; ++r)
+        picked.push_back(std::int32_t(std::max_element(logits.begin() + r * V, logits.begin() + (r + 1) * V) -
+                                      (logits.begin() + r * V)));
+      EXPECT_EQ(picked, muninn_test::ids_of(steps[s].at("chunk")));
+      const std::vector<float>& latent = log.values.at("head.latent" + at);
+      EXPECT_EQ(m.autoencoder().decode(latent), picked);
+      const std::int64_t j = log.positions.at("head.latent" + at).at(0);
+      EXPECT_EQ(latent, std::vector<float>(samples.begin() + j * l, samples.begin() + (j + 1) * l));
+      const std::int64_t p = steps[s].at("position").as_int();
+      EXPECT_EQ(log.positions.at("ae.logits" + at).front(), (p + 1) * K);
+    }
+  }
 }
 
 TEST(CalmReference, GivenDrawsThatDoNotFitAreOneError) {

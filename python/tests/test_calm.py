@@ -56,4 +56,17 @@ def test_brierlm_of_the_cli(calm):
 
 def test_calm_has_no_logits(muninn, calm):
     with pytest.raises(muninn.UsageError, match="no next-token logits"):
-        calm.forward([1, 2])
+        calm.score([[1, 2, 3, 4]])
+
+
+def test_forward_is_the_backbones_hidden_states_with_its_taps(calm):
+    # CALM's forward returns the normalised hidden state of each chunk (the energy head's input);
+    # the taps are the reference's compressor output and the same hidden states.
+    tol = E["tolerances"]["float"]
+    d = E["config"]["hidden_size"]
+    assert set(calm.taps) == {"embeddings", "prelude.layer.0", "prelude.layer.1", "head.input", "logits"}
+    r = calm.forward(E["ids"], taps=["embeddings", "head.input"])
+    assert r["logits"].shape == (len(E["ids"]) // 4, d) and r["head.input"].shape == r["logits"].shape
+    np.testing.assert_allclose(r["logits"].ravel(), E["hidden"], rtol=0, atol=tol)
+    np.testing.assert_allclose(r["embeddings"].ravel(), E["embed_proj"], rtol=0, atol=tol)
+    np.testing.assert_array_equal(calm.forward(E["ids"]), r["logits"])

@@ -1,0 +1,146 @@
+# `muninn forward --dump` and `muninn generate --dump` on the CALM fixture, against the numbers of
+# our PyTorch reference (tests/data/calm/expected.json, tools/reference/make_calm_fixtures.py):
+# forward's `embeddings` tap is the reference's embed_proj output, its `logits` tap the reference's
+# normalised hidden states (and --output bit for bit); a generation's per-call `logits` taps are the
+# hidden states the reference recorded at each step, and each step's `ae.logits` picks, row by row,
+# the chunk the reference generated (seeded streams at T = 1/2, and the reference's own draws with
+# --chunk-order reference); the tokens printed are the same with and without --dump; an unknown tap
+# is a usage error listing the model's taps.
+# Usage: cmake -DEXE=muninn -DNPY_COMPARE=npy_compare -DCALM=<tests/data/calm> -DWORK=<dir> -P cli_dump_calm.cmake
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(expected ${CALM}/expected.json)
+file(READ ${expected} E)
+set(model --model ${CALM}/calm --ae ${CALM}/ae)
+
+function(compare a b tol what)
+  execute_process(COMMAND ${NPY_COMPARE} ${a} ${b} ${tol} RESULT_VARIABLE rc OUTPUT_VARIABLE cmp ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what}: ${a} vs ${b} (tol ${tol}): ${cmp}${err}")
+  endif()
+endfunction()
+
+# The arg-max of each row of a [rows, V] .npy, as "i,j,...".
+function(argmax_rows file out)
+  execute_process(COMMAND ${NPY_COMPARE} ${file} ${file} 0 RESULT_VARIABLE rc OUTPUT_VARIABLE cmp)
+  if(NOT rc EQUAL 0 OR NOT cmp MATCHES "argmax per row of B: ([0-9,]+)")
+    message(FATAL_ERROR "npy_compare on ${file}: ${cmp}")
+  endif()
+  set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
+
+function(json_ids out)
+  string(JSON list GET "${E}" ${ARGN})
+  string(REGEX REPLACE "[][ \n]" "" list "${list}")
+  set(${out} "${list}" PARENT_SCOPE)
+endfunction()
+
+# ---- forward: the 24 test ids (6 chunks)
+json_ids(ids ids)
+execute_process(COMMAND ${EXE} forward ${model} --tokens ${ids} --output ${WORK}/hidden.npy --dump ${WORK}/fwd
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "wrote 5 taps to ${WORK}/fwd" OR NOT out MATCHES "chunks=6 hidden=32")
+  message(FATAL_ERROR "muninn forward --dump on CALM (rc ${rc}): want 'wrote 5 taps' and chunks=6 hidden=32: ${out}${err}")
+endif()
+compare(${WORK}/fwd/embeddings.0.npy json:${expected}:embed_proj 1e-4 "the embeddings tap is not the reference's embed_proj")
+compare(${WORK}/fwd/logits.0.npy json:${expected}:hidden 1e-4 "the logits tap is not the reference's hidden states")
+compare(${WORK}/fwd/logits.0.npy ${WORK}/hidden.npy 0 "the logits tap differs from --output")
+compare(${WORK}/fwd/prelude.layer.1.0.npy ${WORK}/fwd/head.input.0.npy 0 "head.input is not the last layer's output")
+file(READ ${WORK}/fwd/taps.json index)
+set(got "")
+foreach(i RANGE 4)
+  string(JSON name GET "${index}" files ${i} name)
+  string(JSON shape GET "${index}" files ${i} shape)
+  string(REGEX REPLACE "[ \n]" "" shape "${shape}")
+  list(APPEND got "${name}${shape}")
+endforeach()
+if(NOT got STREQUAL "embeddings[6,32];prelude.layer.0[6,32];prelude.layer.1[6,32];head.input[6,32];logits[6,32]")
+  message(FATAL_ERROR "forward taps.json: ${got}")
+endif()
+
+# ---- generate at T = 1/2 (N = 16, seed 7): the reference's case t1_2_n16, 4 chunks
+string(JSON name GET "${E}" generate 1 name)
+if(NOT name STREQUAL "t1_2_n16")
+  message(FATAL_ERROR "expected.json: generate[1] is ${name}, want t1_2_n16")
+endif()
+set(gen generate ${model} --tokens 12,50,30,27,29 --max-new-tokens 16 --seed 7 --temperature 0.5 --num-samples 16)
+execute_process(COMMAND ${EXE} ${gen} RESULT_VARIABLE rc OUTPUT_VARIABLE plain ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "muninn generate (rc ${rc}): ${err}")
+endif()
+execute_process(COMMAND ${EXE} ${gen} --dump ${WORK}/gen RESULT_VARIABLE rc OUTPUT_VARIABLE dumped ERROR_VARIABLE err)
+# 4 backbone calls x 5 taps + 4 chunks x (head.samples, head.latent, ae.logits)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "wrote 32 taps to ${WORK}/gen")
+  message(FATAL_ERROR "muninn generate --dump on CALM (rc ${rc}): want 'wrote 32 taps': ${err}")
+endif()
+if(NOT dumped STREQUAL plain)
+  message(FATAL_ERROR "--dump changed the generation: ${plain} without, ${dumped} with")
+endif()
+foreach(s RANGE 3)
+  compare(${WORK}/gen/logits.${s}.npy json:${expected}:generate/1/steps/${s}/hidden 1e-4
+          "call ${s}'s logits tap is not the reference's hidden state at step ${s}")
+  argmax_rows(${WORK}/gen/ae.logits.step${s}.0.npy got)
+  json_ids(want generate 1 steps ${s} chunk)
+  if(NOT got STREQUAL want)
+    message(FATAL_ERROR "ae.logits of step ${s} decode to ${got}; the reference generated ${want}")
+  endif()
+endforeach()
+file(READ ${WORK}/gen/taps.json index)
+set(got "")
+string(JSON n LENGTH "${index}" files)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${index}" files ${i} name)
+  string(JSON step GET "${index}" files ${i} step)
+  string(JSON shape GET "${index}" files ${i} shape)
+  string(REGEX REPLACE "[ \n]" "" shape "${shape}")
+  if(name MATCHES "^head.samples|^head.latent|^ae.logits|^logits")
+    list(APPEND got "${name}@${step}${shape}")
+  endif()
+endforeach()
+string(JSON latent_pos GET "${index}" files 6 positions)
+string(JSON logits_pos GET "${index}" files 7 positions)
+string(REGEX REPLACE "[ \n]" "" logits_pos "${logits_pos}")
+set(want "logits@-1[1,32];head.samples@0[16,8];head.latent@0[1,8];ae.logits@0[4,64]")
+list(SUBLIST got 0 4 first)
+if(NOT first STREQUAL want OR NOT logits_pos STREQUAL "[8,9,10,11]")
+  message(FATAL_ERROR "generate taps.json starts ${first} (ae.logits positions ${logits_pos}), want ${want} at [8,9,10,11]")
+endif()
+
+# ---- the reference's own draws (reference_order/): its order and uniforms give its tokens, and each
+# step's ae.logits pick that step's chunk of them
+set(ro ${CALM}/reference_order)
+file(READ ${ro}/expected.json R)
+set(given generate ${model} --tokens 12,50,30,27,29 --temperature 0.5 --max-new-tokens 32 --num-samples 16
+    --noise ${ro}/noise.npy --uniforms ${ro}/uniforms.npy --chunk-order reference)
+execute_process(COMMAND ${EXE} ${given} --dump ${WORK}/given --taps ae.logits,head.latent
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "wrote 16 taps to ${WORK}/given")
+  message(FATAL_ERROR "muninn generate --noise --uniforms --dump (rc ${rc}): want 'wrote 16 taps': ${err}")
+endif()
+string(JSON ref GET "${R}" reference_output)
+string(REGEX REPLACE "[][ \n]" "" ref "${ref}")
+string(REPLACE "," ";" ref "${ref}")
+foreach(s RANGE 7)
+  math(EXPR b "5 + 4 * ${s}")
+  list(SUBLIST ref ${b} 4 want)
+  string(REPLACE ";" "," want "${want}")
+  argmax_rows(${WORK}/given/ae.logits.step${s}.0.npy got)
+  if(NOT got STREQUAL want)
+    message(FATAL_ERROR "given draws: ae.logits of step ${s} decode to ${got}; the reference generated ${want}")
+  endif()
+endforeach()
+
+# ---- an unknown tap lists the model's taps, the head's included
+execute_process(COMMAND ${EXE} generate ${model} --tokens 1,2 --max-new-tokens 4 --dump ${WORK}/bad --taps head.bogus
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "--taps: unknown tap 'head.bogus' \\(this model's taps: embeddings, prelude.layer.0, prelude.layer.1, head.input, logits, head.samples, head.latent, ae.logits;")
+  message(FATAL_ERROR "unknown tap: rc ${rc}, ${err}")
+endif()
+execute_process(COMMAND ${EXE} forward ${model} --tokens 1,2 --dump ${WORK}/bad --taps ae.logits
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "unknown tap 'ae.logits' \\(this model's taps: embeddings, prelude.layer.0, prelude.layer.1, head.input, logits;")
+  message(FATAL_ERROR "forward with a generation tap: rc ${rc}, ${err}")
+endif()
+message(STATUS "CALM dump: embeddings == embed_proj, logits == hidden (forward and per generation call), "
+               "ae.logits pick the reference's chunks, --dump leaves the tokens alone")
