@@ -322,7 +322,17 @@ TEST(CalmReference, GenerateServesTheCalmArchAsTheReferenceGenerates) {
     g.chunks.seed = std::uint64_t(c.at("seed").as_int());
     g.max_new_tokens = std::max<std::int64_t>(1, c.at("max_length").as_int() - std::int64_t(padded.size()));
     g.stop_ids = {std::int32_t(m.config().eos_id)};
+    std::vector<std::int32_t> picked;  // each chunk's head taps: the arg-max of its ae.logits rows
+    const std::int64_t V = m.config().backbone.vocab_size;
+    g.run.taps.names = {"ae.logits"};
+    g.run.taps.on_tap = [&](const tap_event& e) {
+      ASSERT_EQ(e.name, "ae.logits");
+      ASSERT_EQ(e.step, std::int64_t(picked.size()) / K);
+      for (std::int64_t r = 0; r < e.rows; ++r)
+        picked.push_back(std::int32_t(std::max_element(e.data + r * V, e.data + (r + 1) * V) - (e.data + r * V)));
+    };
     const generate_result r = generate(m.arch_model(), padded, g);
+    EXPECT_EQ(picked, r.tokens);
     EXPECT_EQ(std::int64_t(r.tokens.size()) % K, 0);  // whole chunks
     std::vector<std::int32_t> full = padded;
     full.insert(full.end(), r.tokens.begin(), r.tokens.end());
