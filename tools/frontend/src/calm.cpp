@@ -377,7 +377,7 @@ std::string calm_family::redirect(operation op) {
 }
 
 std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const option_values& o) {
-  const weight_format weights = detail::host_weights_of(o, "CALM");
+  const weight_format weights = detail::device_of(o).weights;  // no --device for this family: the host
   if (is_autoencoder_folder(f)) {
     if (weights != weight_format::f32)
       fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own, which runs in fp32; ",

@@ -130,17 +130,6 @@ void store_weights(M& m, weight_format f, lm_extras& x) {
   add_weights_field(x.info, f, m.weight_bytes());
 }
 
-/// \brief The host weight format `o` asks for, for a family whose front end runs on the host
-/// only: `--device cuda` is a usage error naming the family rather than a silent host run.
-inline weight_format host_weights_of(const option_values& o, const std::string& family) {
-  const device_choice d = device_of(o);
-  if (d.cuda)
-    fail_as(error_kind::usage, o.spelled("device"), " cuda: the ", family,
-            " front end runs on the host (the library's model<cuda_backend, T, Arch> runs it on a GPU); use ",
-            o.spelled("device"), " cpu");
-  return d.weights;
-}
-
 /// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`
 /// batch-invariant (the server's default), else each row count's fastest kernel.
 inline host_backend host_backend_of(const option_values& o) {
