@@ -314,6 +314,13 @@ TEST(CalmReference, GivenNoiseAtTemperatureOneEqualsTheStreamItReplaces) {
 }
 
 namespace {
+constexpr double kTol = 1e-4;  // fp32, as the fixture's "tolerances.float" states
+std::vector<float> floats_of(const io::json& arr) {
+  std::vector<float> v;
+  for (const auto& x : arr.as_array()) v.push_back(float(x.as_double()));
+  return v;
+}
+
 // Every tap of a run, keyed "name@step", rows appended over the calls that reached it.
 struct tap_log {
   std::map<std::string, std::vector<float>> values;
