@@ -1,6 +1,8 @@
-// CALM: loading the released layout (and its failure modes), the model's invariants on random
-// checkpoints written through the real format, and the model against our PyTorch reference
-// (tools/reference/calm_ref.py, fixtures in tests/data/calm).
+// CALM on the host: loading the released layout (and its failure modes), the model's invariants on
+// random checkpoints written through the real format, and what only the host runs against our
+// PyTorch reference (tools/reference/calm_ref.py, fixtures in tests/data/calm): generate() over
+// calm_arch, given draws, Brier scores. The reference's autoencoder, hidden states, head samples
+// and generations are model cases, tests/model_cases.hpp, run on the host and on CUDA.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -202,16 +204,9 @@ TEST_F(CalmRandom, GenerationPadsThePromptRemovesPadsAndStopsAtMaxLength) {
 namespace {
 
 const std::string calm_data = std::string(MUNINN_TEST_DATA) + "/calm/";
-constexpr double kTol = 1e-4;  // fp32, as the fixture's "tolerances.float" states
-
 const io::json& expected_json() {
   static const io::json j = io::read_json_file(calm_data + "expected.json");
   return j;
-}
-std::vector<float> floats_of(const io::json& arr) {
-  std::vector<float> v;
-  for (const auto& x : arr.as_array()) v.push_back(float(x.as_double()));
-  return v;
 }
 
 }  // namespace
@@ -236,72 +231,9 @@ calm& fixture_model() {
 }
 }  // namespace
 
-TEST(CalmReference, AutoencoderLatentsLogitsAndTokens) {
-  const io::json& e = expected_json();
-  const auto ids = muninn_test::ids_of(e.at("ids"));
-  auto ae = chunk_autoencoder<host_backend, float>::load(calm_data + "ae");
-  const std::vector<float> lat = ae.encode(ids);
-  const std::int64_t l = 8, n = 6;
-  std::vector<float> mean, log_std;
-  for (std::int64_t i = 0; i < n; ++i) {
-    mean.insert(mean.end(), lat.begin() + i * 2 * l, lat.begin() + i * 2 * l + l);
-    log_std.insert(log_std.end(), lat.begin() + i * 2 * l + l, lat.begin() + (i + 1) * 2 * l);
-  }
-  EXPECT_LE(muninn_test::max_abs_diff(mean, floats_of(e.at("ae").at("mean"))), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(log_std, floats_of(e.at("ae").at("log_std"))), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(ae.decode_logits(floats_of(e.at("ae").at("mean"))), floats_of(e.at("ae").at("decoded_logits"))),
-            kTol);
-  EXPECT_EQ(ae.decode(floats_of(e.at("ae").at("mean"))), muninn_test::ids_of(e.at("ae").at("decoded_ids")));
-  // The copy embedded in the CALM file is the same autoencoder.
-  EXPECT_EQ(fixture_model().autoencoder().encode(ids), lat);
-}
-
-TEST(CalmReference, BackboneHiddenStates) {
-  const io::json& e = expected_json();
-  auto ctx = fixture_model().make_context(6);
-  EXPECT_LE(muninn_test::max_abs_diff(fixture_model().hidden(ctx, muninn_test::ids_of(e.at("ids"))), floats_of(e.at("hidden"))),
-            kTol);
-}
-
-TEST(CalmReference, HeadSamplesWithTheNoiseGivenAndFromTheStream) {
-  const io::json& e = expected_json();
-  calm& m = fixture_model();
-  const std::vector<float> hidden = floats_of(e.at("hidden"));
-  EXPECT_LE(muninn_test::max_abs_diff(m.sample_latents(hidden, floats_of(e.at("head_noise")), 3),
-                                      floats_of(e.at("head_samples"))),
-            kTol);
-  const io::json& s = e.at("head_stream");
-  std::vector<float> noise;
-  for (std::int64_t p = 0; p < 6; ++p) {
-    const auto u = calm_noise(1234, p, 0, 2, 4);
-    noise.insert(noise.end(), u.begin(), u.end());
-  }
-  EXPECT_EQ(noise, floats_of(s.at("noise")));  // the counter stream, bit for bit
-  EXPECT_LE(muninn_test::max_abs_diff(m.sample_latents(hidden, noise, 2), floats_of(s.at("samples"))), kTol);
-  EXPECT_EQ(m.sample_chunks_rows(hidden, 0, 1234, 2), muninn_test::ids_of(s.at("chunks")));
-}
-
-TEST(CalmReference, GenerationsAtEveryTemperatureAndSampler) {
-  calm& m = fixture_model();
-  for (const auto& c : expected_json().at("generate").as_array()) {
-    SCOPED_TRACE(c.at("name").as_string());
-    calm_generate_options o;
-    o.temperature = c.at("temperature").as_double();
-    o.sampler = c.at("sampler").as_string() == "exact" ? calm_sampler::exact : calm_sampler::approximate;
-    if (const io::json* n = c.find("num_samples")) o.num_samples = n->as_int();
-    o.seed = std::uint64_t(c.at("seed").as_int());
-    o.max_length = c.at("max_length").as_int();
-    const calm_generation g = generate_calm(m, muninn_test::ids_of(c.at("prompt")), o);
-    EXPECT_EQ(g.padded, muninn_test::ids_of(c.at("full")));
-    EXPECT_EQ(g.ids, muninn_test::ids_of(c.at("output")));
-    EXPECT_EQ(g.stopped_at_eos, c.at("finished_by_eos").as_bool());
-    const auto& steps = c.at("steps").as_array();
-    ASSERT_EQ(g.draws.size(), steps.size());
-    if (o.sampler == calm_sampler::exact) {
-      for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(g.draws[i], steps[i].at("draws").as_int()) << "step " << i;
-    }
-  }
-}
+// The fixture's autoencoder latents and decoded tokens, backbone hidden states, head samples and
+// generations (generate_calm at every temperature and sampler) are model cases,
+// tests/model_cases.hpp, run on the host and on CUDA.
 
 // The same generations from `generate`, which serves calm_arch as any arch: the prompt padded to
 // whole chunks, the energy head's sampler drawing each chunk, EOS as a stop id.

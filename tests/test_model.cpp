@@ -1,6 +1,7 @@
 // Whole-model tests on the host: the shared model cases (tests/model_cases.hpp: golden fixtures of
-// tools/reference and transformers, cache decode == recompute, batch == single) at one and all
-// threads, and the host's own: random states, chunked prefill, policies, user families.
+// tools/reference and transformers for Huginn, Llama, Mixture-of-Recursions, CALM and TRM / HRM,
+// cache decode == recompute, batch == single) at one and all threads, and the host's own: random
+// states, chunked prefill, policies, user families.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +33,8 @@ struct host_config {
   static constexpr bool full_precision = true;
   static constexpr double invariant_tol = 1e-5;
   static double logit_tol(const std::vector<float>&) { return 1e-4; }  // max |Δlogit| against fp32 PyTorch
+  // MoR, CALM, TRM / HRM: each fixture's stated fp32 tolerance (expected.json "tolerances")
+  static constexpr double mor_tol = 1e-4, calm_tol = 1e-4, trm_tol = 1e-4;
   static bool available() { return true; }
   static const char* skip_reason() { return ""; }
   static const host_backend& get() {

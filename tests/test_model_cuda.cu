@@ -1,7 +1,9 @@
 // Whole models on the CUDA backend, fp32 and bf16: the shared model cases of tests/model_cases.hpp
-// (golden fixtures, cache decode == recompute, batch == single), and the GPU's own checks against
-// the host model (the oracle): bf16 loading, tuned head dims, exit steps, the parallel sampler,
-// Mixture-of-Recursions; the generic-head-dim attention kernel the fixtures need.
+// (golden fixtures of every family: Huginn, Llama, Mixture-of-Recursions, CALM, TRM / HRM; cache
+// decode == recompute, batch == single), and the GPU's own checks against the host model (the
+// oracle): bf16 loading, tuned head dims, exit steps, the parallel sampler, CALM at a shape its
+// fixture lacks; the generic-head-dim attention kernel the fixtures need. (The TRM ops are in
+// test_ops_cuda.cu.)
 //
 // Every test needs a GPU: without one (or without a driver) each case reports SKIPPED.
 //
@@ -21,6 +23,11 @@
 //                                | min top1−top2 gap > 2·tol  | at most 2·tol, so no near tie can flip
 //   cache decode vs recompute    | 1e-4                       | GEMMs of M = 1 and M = n may pick
 //   batch vs single (logits)     |                            | different cuBLAS kernels (order only)
+//   CALM fp32 vs host            | 1e-4                       | hidden states and head latents of a
+//                                |                            | two-layer backbone: order effects ~1e-6
+//   CALM bf16 vs host fp32       | 0.1                        | hidden states within bf16 rounding
+//
+// The MoR, CALM and TRM bounds of the model cases are in model_cases.hpp's table (the config below).
 //
 // What the bf16 bound can and cannot see. A wiring fault (a RoPE sign flip, a dropped residual)
 // moves fp32 logits of these fixtures by 0.05-0.09, the size of bf16's own rounding noise over a
@@ -43,15 +50,19 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <type_traits>
+#include <unistd.h>
 #include <vector>
 
 #include "muninn/cuda.cuh"
 #include "muninn/families/llama/arch.hpp"
-#include "muninn/families/mor/arch.hpp"
+#include "muninn/families/calm/random_checkpoint.hpp"
 #include "muninn/families/huginn/random_weights.hpp"
 #include "muninn/muninn.hpp"
+#include "muninn/runtime/calm_generate.hpp"
 #include "model_cases.hpp"
 #include "test_model_util.hpp"
 #include "test_util_cuda.cuh"
@@ -69,6 +80,8 @@ using muninn_test::max_abs_diff;
 constexpr double kF32Tol = 1e-3;       // CUDA fp32 vs fixture and vs host
 constexpr double kBf16Rel = 0.05;      // CUDA bf16 vs host fp32, relative to max |host logit|
 constexpr double kInvariantTol = 1e-4; // two CUDA fp32 paths that must agree
+constexpr double kCalmTol = 1e-4;      // CALM fp32 vs host (and the fixture, model_cases.hpp)
+constexpr double kCalmBf16Tol = 0.1;   // CALM bf16 hidden states vs host fp32
 
 /// One backend for the whole binary: stream and cuBLAS handle creation cost tens of ms.
 class CudaModel : public ::testing::Test {
@@ -105,6 +118,11 @@ struct cuda_config {
   using storage = T;
   static constexpr bool full_precision = std::is_same_v<T, float>;
   static constexpr double invariant_tol = kInvariantTol;
+  // MoR: as Huginn's logits. CALM, TRM: the bounds their CUDA checks have always held; bf16 as
+  // model_cases.hpp's table says (MoR has no bf16 case).
+  static constexpr double mor_tol = kF32Tol;
+  static constexpr double calm_tol = full_precision ? kCalmTol : kCalmBf16Tol;
+  static constexpr double trm_tol = full_precision ? 1e-4 : 0.25;
   static double logit_tol(const std::vector<float>& want) { return full_precision ? kF32Tol : kBf16Rel * max_abs(want); }
   static bool available() { return cuda_backend::available(); }
   static std::string skip_reason() { return "no CUDA device (" + muninn_test::no_cuda_device_reason() + ")"; }
@@ -264,35 +282,71 @@ TEST_F(CudaModel, PromptExitsAndParallelSamplerEqualHost) {
   EXPECT_EQ(gp.cache_clears, hp.cache_clears);
 }
 
-TEST_F(CudaModel, MixtureOfRecursionsEqualsHost) {
-  const std::string mor = std::string(MUNINN_TEST_DATA) + "/mor/";
-  const std::vector<std::int32_t> ids = {18, 43, 2, 11, 45, 3, 54, 7, 19, 37};
-  for (const char* name : {"expert_mcyc_r3_linear_sigmoid", "expert_cycle_r2_mlp_tanh", "expert_mcyc_r3_kvshare"}) {
-    SCOPED_TRACE(name);
-    using HM = model<host_backend, float, mor_expert_arch>;
-    using FM = model<cuda_backend, float, mor_expert_arch>;
-    const HM host = HM::load(mor + name);
-    const FM dev = FM::load(mor + name, gpu());
-    for (const routing_mode mode : {routing_mode::scoring, routing_mode::causal}) {
-      run_options o;
-      o.routing = mode;
-      std::vector<std::int32_t> hd, gd;
-      o.depths = &hd;
-      const auto hl = host.forward(ids, o);
-      o.depths = &gd;
-      const auto gl = dev.forward(ids, o);
-      EXPECT_EQ(gd, hd);
-      EXPECT_LE(max_abs_diff(gl, hl), kF32Tol);
-    }
-    generate_options g;
-    g.max_new_tokens = 6;
-    EXPECT_EQ(generate(dev, {18, 43, 2}, g).tokens, generate(host, {18, 43, 2}, g).tokens);
+// ------------------------------------------------------------------- CALM at a shape of its own
+
+namespace {
+
+/// A random CALM checkpoint written through the released layout at a shape the reference fixture
+/// (model_cases.hpp) does not have: vocab 300 (> 256), head dim 16, latent 16, noise 8.
+struct random_calm_dir {
+  std::string dir = (std::filesystem::temp_directory_path() / ("muninn_calm_cuda_" + std::to_string(::getpid()))).string();
+  random_calm_dir() {
+    calm_shape s;
+    s.vocab = 300;
+    s.hidden = 64;
+    s.inter = 128;
+    s.layers = 2;
+    s.heads = 4;
+    s.positions = 64;
+    s.latent = 16;
+    s.noise = 8;
+    s.blocks = 2;
+    s.ae_hidden = 32;
+    s.ae_inter = 64;
+    write_random_calm(dir, s, 3);
   }
-  using TM = model<cuda_backend, float, mor_token_arch>;
-  using TH = model<host_backend, float, mor_token_arch>;
-  const TH th = TH::load(mor + "token_mcyc_r3_softmax_lossfree");
-  const TM td = TM::load(mor + "token_mcyc_r3_softmax_lossfree", gpu());
-  EXPECT_LE(max_abs_diff(td.forward(ids), th.forward(ids)), kF32Tol);
+  ~random_calm_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+const std::vector<std::int32_t> kCalmIds = {5, 17, 250, 3, 99, 42, 7, 1, 64, 128, 200, 11};
+
+}  // namespace
+
+TEST_F(CudaModel, CalmAtAnotherShapeEqualsHost) {
+  // Backbone hidden states and head latents (noise fixed) within kCalmTol of the host, the
+  // autoencoder's round trip and whole generations (both samplers) equal.
+  const random_calm_dir d;
+  auto host = calm_model<host_backend, float>::load(d.dir);
+  auto dev = calm_model<cuda_backend, float>::load(d.dir, "", gpu());
+  auto hc = host.make_context(8);
+  auto dc = dev.make_context(8);
+  const auto hh = host.hidden(hc, kCalmIds), dh = dev.hidden(dc, kCalmIds);
+  EXPECT_LE(max_abs_diff(dh, hh), kCalmTol);
+  const std::vector<float> noise = calm_noise(9, 0, 0, 3 * 5, host.config().noise_size);
+  EXPECT_LE(max_abs_diff(dev.sample_latents(hh, noise, 5), host.sample_latents(hh, noise, 5)), kCalmTol);
+  EXPECT_EQ(dev.autoencoder().reconstruct(kCalmIds), host.autoencoder().reconstruct(kCalmIds));
+  calm_generate_options o;
+  o.max_length = 32;
+  o.seed = 3;
+  for (const double t : {1.0, 0.5}) {
+    o.temperature = t;
+    o.num_samples = 32;
+    EXPECT_EQ(generate_calm(dev, {5, 17, 250}, o).padded, generate_calm(host, {5, 17, 250}, o).padded) << t;
+  }
+  o.sampler = calm_sampler::exact;
+  EXPECT_EQ(generate_calm(dev, {5, 17, 250}, o).padded, generate_calm(host, {5, 17, 250}, o).padded);
+}
+
+TEST_F(CudaModel, CalmAtAnotherShapeBf16HiddenStatesWithinRounding) {
+  const random_calm_dir d;
+  auto host = calm_model<host_backend, float>::load(d.dir);
+  auto dev = calm_model<cuda_backend, bf16>::load(d.dir, "", gpu());
+  auto hc = host.make_context(8);
+  auto dc = dev.make_context(8);
+  EXPECT_LE(max_abs_diff(dev.hidden(dc, kCalmIds), host.hidden(hc, kCalmIds)), kCalmBf16Tol);
 }
 
 // --------------------------------------------------------------------- generic-head-dim attention

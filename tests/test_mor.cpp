@@ -1,7 +1,10 @@
-// Mixture-of-Recursions: the layer → weight-set maps of the sharing strategies (the reference's
-// examples and its rule for depths that do not divide), and whole models against our PyTorch
-// reference (tools/reference/mor_ref.py, fixtures in tests/data/mor): scoring-mode logits and
-// selections, causal-rule logits and depths, greedy decoding with the recursion-wise cache.
+// Mixture-of-Recursions on the host: the layer → weight-set maps of the sharing strategies (the
+// reference's examples and its rule for depths that do not divide), checkpoints with untied
+// recursion copies against our PyTorch reference (tools/reference/mor_ref.py, fixtures in
+// tests/data/mor_untied), the settings files and their errors, depth-wise batching and the
+// trained demo model. The tied reference cases of tests/data/mor (scoring-mode logits and
+// selections, causal-rule logits and depths, greedy decoding with the recursion-wise cache) are
+// model cases, tests/model_cases.hpp, run on the host and on CUDA.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -17,6 +20,7 @@
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/depthwise_batching.hpp"
 #include "test_io_util.hpp"
+#include "test_mor_util.hpp"
 #include "test_util.hpp"
 
 using namespace muninn;
@@ -78,85 +82,31 @@ TEST(SharingMap, BadSettingsAreErrors) {
 
 namespace {
 
-const std::string mor_dir = std::string(MUNINN_TEST_DATA) + "/mor/";
 using muninn_test::ids_of;
+using muninn_test::mor_dir;
+using muninn_test::mor_fixture_tol;
+const std::string& untied_dir = muninn_test::mor_untied_dir;
 
-std::vector<float> floats_of(const io::json& rows) {
-  std::vector<float> out;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    for (std::size_t j = 0; j < rows[i].size(); ++j) out.push_back(float(rows[i][j].as_double()));
-  return out;
-}
-
-// Scoring and causal-rule passes over each row of the case; depths are the recursions each token ran.
+// The fixture's checks (test_mor_util.hpp) at the tolerance its expected.json states.
 template <class M>
 void check_passes(const M& m, const io::json& doc) {
-  const double tol = doc.at("tolerances").at("logits").as_double();
-  for (const char* mode : {"scoring", "decode_rule"}) {
-    if (!doc.contains(mode)) continue;
-    SCOPED_TRACE(mode);
-    const io::json& s = doc.at(mode);
-    for (std::size_t b = 0; b < s.at("input_ids").size(); ++b) {
-      run_options o;
-      o.routing = std::string(mode) == "scoring" ? routing_mode::scoring : routing_mode::causal;
-      std::vector<std::int32_t> depth;
-      o.depths = &depth;
-      const auto lg = m.forward(ids_of(s.at("input_ids")[b]), o);
-      EXPECT_LE(muninn_test::max_abs_diff(lg, floats_of(s.at("logits")[b])), tol) << "row " << b;
-      if (s.contains("depth")) {
-        EXPECT_EQ(depth, ids_of(s.at("depth")[b])) << "row " << b;
-      }
-      if (s.contains("selected")) {  // scoring: recursion r ran on the selected positions
-        const io::json& sel = s.at("selected")[b];
-        std::vector<std::int32_t> want(depth.size(), 0);
-        for (std::size_t r = 0; r < sel.size(); ++r)
-          for (std::size_t i = 0; i < sel[r].size(); ++i) want[std::size_t(sel[r][i].as_int())] = std::int32_t(r + 1);
-        EXPECT_EQ(depth, want) << "row " << b;
-      }
-    }
-  }
-}
-
-// Greedy decoding token by token (recursion-wise KV cache), every row alone and all rows batched.
-template <class M>
-void check_greedy(const M& m, const io::json& doc) {
-  if (!doc.contains("greedy")) return;
-  const io::json& g = doc.at("greedy");
-  const double tol = doc.at("tolerances").at("logits").as_double();
-  generate_options o;
-  o.run.routing = routing_mode::causal;
-  for (std::size_t b = 0; b < g.at("prompt").size(); ++b) {
-    o.max_new_tokens = std::int64_t(g.at("new_ids")[b].size());
-    const auto r = generate(m, ids_of(g.at("prompt")[b]), o);
-    EXPECT_EQ(r.tokens, ids_of(g.at("new_ids")[b])) << "row " << b;
-    std::vector<float> last;
-    for (std::size_t i = 0; i < g.at("last_logits")[b].size(); ++i) last.push_back(float(g.at("last_logits")[b][i].as_double()));
-    EXPECT_LE(muninn_test::max_abs_diff(r.last_logits, last), tol) << "row " << b;
-  }
-  std::vector<std::vector<std::int32_t>> prompts;
-  for (std::size_t b = 0; b < g.at("prompt").size(); ++b) prompts.push_back(ids_of(g.at("prompt")[b]));
-  o.max_new_tokens = std::int64_t(g.at("new_ids")[0].size());
-  const auto batch = generate_batch(m, prompts, o);
-  for (std::size_t b = 0; b < prompts.size(); ++b) EXPECT_EQ(batch[b].tokens, ids_of(g.at("new_ids")[b])) << "row " << b;
+  muninn_test::mor_check_passes(m, doc, mor_fixture_tol(doc));
 }
 
 template <class Arch>
-void check_case(const std::string& name, const std::string& dir = mor_dir) {
+void check_case(const std::string& name, const std::string& dir) {
   SCOPED_TRACE(name);
   const auto m = model<host_backend, float, Arch>::load(dir + name);
   const io::json doc = io::read_json_file(dir + name + "/expected.json");
   check_passes(m, doc);
-  check_greedy(m, doc);
+  muninn_test::mor_check_greedy(m, doc, mor_fixture_tol(doc));
 }
 
 }  // namespace
 
-TEST(MorReference, ExpertChoiceMiddleCycleLinearSigmoid) { check_case<mor_expert_arch>("expert_mcyc_r3_linear_sigmoid"); }
-TEST(MorReference, ExpertChoiceCycleMlpTanh) { check_case<mor_expert_arch>("expert_cycle_r2_mlp_tanh"); }
-TEST(MorReference, ExpertChoiceDroppedLayers) { check_case<mor_expert_arch>("expert_mcyc_L9_drop"); }
-TEST(MorReference, ExpertChoiceKvSharing) { check_case<mor_expert_arch>("expert_mcyc_r3_kvshare"); }
-TEST(MorReference, TokenChoiceSoftmaxLossFree) { check_case<mor_token_arch>("token_mcyc_r3_softmax_lossfree"); }
-TEST(MorReference, TokenChoiceSigmoid) { check_case<mor_token_arch>("token_cycle_r3_sigmoid"); }
+// The six cases of tests/data/mor against the reference (logits, selections, depths, greedy
+// decoding) are model cases (tests/model_cases.hpp), run on every backend by test_model and
+// test_model_cuda.
 
 // The checkpoints hold the block once per recursion and every recursion copy is one storage: one
 // copy is loaded, every recursion runs it.
@@ -183,10 +133,6 @@ TEST(MorReference, TiedCopiesAreLoadedOnce) {
 // different layers): each recursion runs its own stored copy, against the logits the reference
 // computed from those same weights. Tying them moves some logit by expected.json's
 // tied_logit_gap (0.8 to 3.7), far beyond the 1e-4 tolerance.
-namespace {
-const std::string untied_dir = std::string(MUNINN_TEST_DATA) + "/mor_untied/";
-}  // namespace
-
 TEST(MorUntiedCopies, ExpertCycleAttentionPerRecursion) { check_case<mor_expert_arch>("expert_cycle_attn", untied_dir); }
 TEST(MorUntiedCopies, ExpertSequence) { check_case<mor_expert_arch>("expert_sequence_attn", untied_dir); }
 TEST(MorUntiedCopies, ExpertMiddleCycleAttentionPerRecursion) { check_case<mor_expert_arch>("expert_mcyc_attn", untied_dir); }

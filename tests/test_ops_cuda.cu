@@ -604,3 +604,37 @@ TEST_F(CudaTest, HaltDecideMatchesHost) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(to_host(be, dprev.data(), 3), prev);
 }
+
+// ---------------------------------------------------------------------------- TRM / HRM ops
+
+TEST_F(CudaTest, TransposeBatchedMatchesHost) {
+  const std::int64_t B = 3, R = 97, C = 45;
+  const auto x = random_vec(std::size_t(B * R * C), 5);
+  std::vector<float> want(x.size()), got(x.size());
+  transpose_batched(host, x.data(), B, R, C, want.data());
+  auto dx = be.alloc<float>(x.size());
+  auto dy = be.alloc<float>(x.size());
+  be.upload(dx.data(), x.data(), x.size());
+  transpose_batched(be, static_cast<const float*>(dx.data()), B, R, C, dy.data());
+  be.download(got.data(), dy.data(), got.size());
+  be.synchronize();
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(CudaTest, QHaltDecideMatchesHost) {
+  const std::int64_t n = 1000;  // several blocks of the kernel
+  auto q = random_vec(std::size_t(2 * n), 9);
+  q[0] = 0.0f;         // exactly at the threshold: does not halt
+  q[2] = q[3] = 0.5f;  // q_halt == q_continue: does not halt
+  auto dq = be.alloc<float>(q.size());
+  auto dmask = be.alloc<std::uint8_t>(std::size_t(n));
+  be.upload(dq.data(), q.data(), q.size());
+  for (const q_halt_kind k : {q_halt_kind::above, q_halt_kind::over_continue}) {
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n));
+    q_halt_decide(host, q.data(), n, k, 0.0f, want.data());
+    q_halt_decide(be, static_cast<const float*>(dq.data()), n, k, 0.0f, dmask.data());
+    be.download(got.data(), dmask.data(), got.size());
+    be.synchronize();
+    EXPECT_EQ(got, want) << int(k);
+  }
+}

@@ -1,8 +1,10 @@
 // TRM / HRM on the host against our PyTorch reference (tools/reference/trm_ref.py, fixtures in
-// tests/data/trm written in the released layout): logits and q values after 1, 2 and 16
-// supervision steps, the Q-halt steps and predictions, the fp32 run of a bf16 checkpoint and its
-// drift from the bf16 reference; the run's files (YAML defaults, dataset sizes, key prefixes,
-// the newest step_N) and every bad input as one line naming the value or file.
+// tests/data/trm written in the released layout): the resolved configs, batch independence, the
+// backend's halting decision, the drift of the fp32 run of a bf16 checkpoint from the bf16
+// reference; the run's files (YAML defaults, dataset sizes, key prefixes, the newest step_N) and
+// every bad input as one line naming the value or file. The fixtures' logits and q values after 1,
+// 2 and 16 supervision steps, the Q-halt steps and predictions and the fp32 run of the bf16
+// checkpoint are model cases, tests/model_cases.hpp, run on the host and on CUDA.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,44 +53,6 @@ TEST_P(TrmFixture, ConfigResolvesAsTheReference) {
   EXPECT_EQ(k.net_calls_per_step(), d.at("net_calls_per_step").as_int());
   EXPECT_EQ(trm_halt_rule_name(k.halt_rule()), d.at("halt_rule").as_string());
   EXPECT_EQ(m.puzzle_table_rows(), k.num_puzzle_identifiers);
-}
-
-TEST_P(TrmFixture, LogitsAndQAfterOneTwoAndSixteenSteps) {
-  const trm_case c(GetParam());
-  trm m = trm::load(c.folder());
-  const auto t = muninn_test::trace_fixed(m, c);
-  const auto want = c.npy("logits.npy", {3, c.B, c.L, c.V});
-  EXPECT_LE(muninn_test::max_abs_diff(t.logits, want), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(t.q_halt, trm_case::table(c.expected.at("q_halt"))), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(t.q_continue, trm_case::table(c.expected.at("q_continue"))), kTol);
-  // predictions at the recorded steps (the fixtures keep top-1/top-2 gaps above the tolerance)
-  const auto& preds = c.expected.at("preds");
-  for (int s = 0; s < 3; ++s) {
-    const auto got = trm_argmax(t.logits.data() + s * c.B * c.L * c.V, c.B * c.L, c.V);
-    std::vector<std::int32_t> exp;
-    for (const auto& row : preds[std::size_t(s)].as_array())
-      for (const auto& v : row.as_array()) exp.push_back(std::int32_t(v.as_int()));
-    EXPECT_EQ(got, exp) << "step slot " << s;
-  }
-  // the fixed policy: every sample ran 16 steps; the result holds the step-16 outputs
-  EXPECT_EQ(t.result.steps, std::vector<std::int32_t>(std::size_t(c.B), 16));
-  const std::vector<float> last(t.logits.begin() + 2 * c.B * c.L * c.V, t.logits.end());
-  EXPECT_EQ(t.result.logits, last);
-}
-
-TEST_P(TrmFixture, QHaltStepsAndOutputsAtTheHaltingStep) {
-  const trm_case c(GetParam());
-  trm m = trm::load(c.folder());
-  const trm_result r = m.solve(c.inputs, c.ids, trm_halting::q_halt{});
-  const auto& q = c.expected.at("qhalt");
-  EXPECT_EQ(r.steps, muninn_test::ids_of(q.at("steps")));
-  EXPECT_LE(muninn_test::max_abs_diff(r.logits, c.npy("halt_logits.npy", {c.B, c.L, c.V})), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(r.q_halt, trm_case::floats(q.at("q_halt"))), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(r.q_continue, trm_case::floats(q.at("q_continue"))), kTol);
-  std::vector<std::int32_t> exp;
-  for (const auto& row : q.at("preds").as_array())
-    for (const auto& v : row.as_array()) exp.push_back(std::int32_t(v.as_int()));
-  EXPECT_EQ(r.preds, exp);
 }
 
 TEST_P(TrmFixture, BatchOfOneEqualsTheBatch) {
@@ -314,19 +278,6 @@ TEST(TrmArch, AModelOfTheArchLoadsARunAndRefusesTheOtherMixer) {
   EXPECT_NE(msg.find("uses attention but the model was compiled with block::post_norm_token_mlp (use trm_attention_arch)"),
             std::string::npos)
       << msg;
-}
-
-TEST(TrmBf16, HostFp32RunMatchesTheReferenceFp32Run) {
-  const trm_case c("trm_att_bf16");
-  trm m = trm::load(c.folder());
-  EXPECT_EQ(m.config().forward_dtype, "bfloat16");
-  const auto t = muninn_test::trace_fixed(m, c);
-  const auto& f = c.expected.at("fp32_run");
-  EXPECT_LE(muninn_test::max_abs_diff(t.logits, c.npy("logits_fp32.npy", {3, c.B, c.L, c.V})), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(t.q_halt, trm_case::table(f.at("q_halt"))), kTol);
-  EXPECT_LE(muninn_test::max_abs_diff(t.q_continue, trm_case::table(f.at("q_continue"))), kTol);
-  const trm_result r = m.solve(c.inputs, c.ids, trm_halting::q_halt{});
-  EXPECT_EQ(r.steps, muninn_test::ids_of(f.at("qhalt_steps")));
 }
 
 TEST(TrmBf16, DriftFromTheBf16ReferenceStaysWhereTheFixtureSays) {
