@@ -405,7 +405,9 @@ TEST(Taps, HaltValueIsTheCriterionRecomputedFromTheStateAndLogitTaps) {
     m.forward_batch(ws, ptrs, batch, o, logits_for::last);
     EXPECT_TRUE(blog.any_sequences);
     const int batch_exits = check_halt_log(blog, criterion, o.halt.threshold, h);
-    if (!run_rule) EXPECT_GT(batch_exits, 0);
+    if (!run_rule) {
+      EXPECT_GT(batch_exits, 0);
+    }
   }
 }
 
