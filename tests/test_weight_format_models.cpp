@@ -1,7 +1,8 @@
 // Whole models with their projection and output matrices stored in bf16 or q8
 // (model::store_weights_as) against the same model in fp32: logit error, KL divergence and
 // greedy-token agreement within bounds measured on these fixtures (docs/performance.md,
-// "Weight formats"), bit-equal results for any thread count, memory that shrinks, and for one
+// "Weight formats"; TRM / HRM over three supervision steps, CALM on its backbone's hidden
+// states), bit-equal results for any thread count, memory that shrinks, and for one
 // untied model an exact oracle: the fp32 model run on the same rounded weights.
 #include <gtest/gtest.h>
 
@@ -11,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "muninn/families/calm/model.hpp"
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/mor/arch.hpp"
+#include "muninn/families/trm/model.hpp"
 #include "muninn/muninn.hpp"
+#include "test_trm_util.hpp"
 #include "test_util.hpp"
 
 using namespace muninn;
@@ -39,6 +43,7 @@ struct family_bounds {
 const family_bounds llama_bounds{{0.4, 3e-3, 0.9}, {1.2, 2.5e-2, 0.9}};     // measured 0.163, 1.2e-3 / 0.477, 1.0e-2
 const family_bounds huginn_bounds{{0.015, 4e-6, 0.9}, {0.04, 3e-5, 0.9}};  // measured 0.0042, 9.8e-7 / 0.0125, 8.1e-6
 const family_bounds mor_bounds{{0.15, 6e-4, 0.9}, {0.5, 7e-3, 0.75}};      // measured 0.047, 1.9e-4 / 0.184, 2.3e-3
+const family_bounds trm_bounds{{0.07, 1e-4, 0.9}, {0.1, 4.5e-4, 0.9}};      // measured 0.0263, 4.0e-5 / 0.0392, 1.8e-4
 
 struct error_stats {
   double max_abs = 0, kl = 0, agree = 0;
@@ -131,6 +136,93 @@ TEST(WeightFormatModels, MorExpertWithRecursionLayers) {
 }
 TEST(WeightFormatModels, MorToken) {
   check_family<model<host_backend, float, mor_token_arch>>("mor/token_mcyc_r3_softmax_lossfree", mor_bounds);
+}
+
+// TRM / HRM: the logits of every puzzle position after three supervision steps (the states carried
+// through 3 · H_cycles · (L_cycles + 1) net calls) against fp32.
+void check_trm(const std::string& name, weight_format f, const bounds& b) {
+  using trm = trm_model<host_backend, float>;
+  SCOPED_TRACE(name + " " + weight_format_name(f));
+  const muninn_test::trm_case c(name);
+  const trm ref = trm::load(c.folder());
+  trm ref_run = trm::load(c.folder());
+  const trm_result want = ref_run.solve(c.inputs, c.ids, trm_halting::fixed{3});
+
+  host_backend one;
+  one.num_threads = 1;
+  trm m = trm::load(c.folder(), {}, one);
+  m.store_weights_as(f);
+  EXPECT_EQ(m.weight_format(), f);
+  EXPECT_LT(m.weight_bytes(), ref.weight_bytes());
+  EXPECT_TRUE(m.visit([](const auto& x) { return x.output_converted() != nullptr; })) << "lm_head stayed fp32";
+  const trm_result got = m.solve(c.inputs, c.ids, trm_halting::fixed{3});
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  const error_stats e = compare(want.logits, got.logits, c.V);
+  std::printf("[ measured ] trm/%s %s: max|dlogit| %.3g, KL %.3g, argmax agreement %.3f\n", name.c_str(),
+              weight_format_name(f), e.max_abs, e.kl, e.agree);
+  EXPECT_GT(e.max_abs, 0.0) << "the format changed nothing: the converted matrices are not read";
+  EXPECT_LE(e.max_abs, b.max_abs);
+  EXPECT_LE(e.kl, b.kl);
+  EXPECT_GE(e.agree, b.agree);
+
+  host_backend three;
+  three.num_threads = 3;
+  trm m3 = trm::load(c.folder(), {}, three);
+  m3.store_weights_as(f);
+  EXPECT_EQ(m3.solve(c.inputs, c.ids, trm_halting::fixed{3}).logits, got.logits) << "results depend on the thread count";
+}
+
+TEST(WeightFormatModels, TrmAttention) {
+  check_trm("trm_att_f32", weight_format::bf16, trm_bounds.bf16);
+  check_trm("trm_att_f32", weight_format::q8, trm_bounds.q8);
+}
+TEST(WeightFormatModels, TrmTokenMlp) {
+  check_trm("trm_mlpt_f32", weight_format::bf16, trm_bounds.bf16);
+  check_trm("trm_mlpt_f32", weight_format::q8, trm_bounds.q8);
+}
+TEST(WeightFormatModels, Hrm) {
+  check_trm("hrm_f32", weight_format::bf16, trm_bounds.bf16);
+  check_trm("hrm_f32", weight_format::q8, trm_bounds.q8);
+}
+
+// CALM: the backbone's normalised hidden states (what the energy head reads) against fp32; the
+// compressor, the energy head and the autoencoder stay fp32, so given the same hidden state the
+// head draws the same chunk.
+TEST(WeightFormatModels, CalmBackbone) {
+  using calm = calm_model<host_backend, float>;
+  const std::string dir = data + "calm/calm", ae = data + "calm/ae";
+  calm ref = calm::load(dir, ae);
+  std::vector<std::int32_t> ids;
+  for (std::int32_t i = 0; i < 6 * std::int32_t(ref.patch_size()); ++i)
+    ids.push_back(std::int32_t((i * 37 + 5) % ref.autoencoder().config().vocab_size));
+  auto ctx = ref.make_context(6);
+  const std::vector<float> want = ref.hidden(ctx, ids);
+  double scale = 0;
+  for (float x : want) scale = std::max(scale, double(std::fabs(x)));
+  for (weight_format f : {weight_format::bf16, weight_format::q8}) {
+    SCOPED_TRACE(weight_format_name(f));
+    host_backend one;
+    one.num_threads = 1;
+    calm m = calm::load(dir, ae, one);
+    m.store_weights_as(f);
+    EXPECT_EQ(m.weight_format(), f);
+    EXPECT_LT(m.weight_bytes(), ref.weight_bytes());
+    auto c1 = m.make_context(6);
+    const std::vector<float> got = m.hidden(c1, ids);
+    const double d = muninn_test::max_abs_diff(want, got);
+    std::printf("[ measured ] calm %s: max|dhidden| %.3g of max|hidden| %.3g\n", weight_format_name(f), d, scale);
+    EXPECT_GT(d, 0.0) << "the format changed nothing: the converted matrices are not read";
+    EXPECT_LE(d, (f == weight_format::bf16 ? 0.012 : 0.025) * scale);  // measured 0.0044 / 0.0099 of it
+    // The head and autoencoder are untouched: the same hidden row gives the same chunk.
+    const std::vector<float> row(want.end() - std::ptrdiff_t(ref.arch_model().dims().h), want.end());
+    EXPECT_EQ(m.sample_chunks_rows(row, 5, 1234, 2), ref.sample_chunks_rows(row, 5, 1234, 2));
+    host_backend three;
+    three.num_threads = 3;
+    calm m3 = calm::load(dir, ae, three);
+    m3.store_weights_as(f);
+    auto c3 = m3.make_context(6);
+    EXPECT_EQ(m3.hidden(c3, ids), got) << "results depend on the thread count";
+  }
 }
 
 // The fp32 matrices replaced by what the format stores, widened back to fp32.

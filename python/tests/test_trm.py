@@ -54,3 +54,12 @@ def test_solve_errors(muninn, trm, llama):
         llama.solve(SUDOKU)
     with pytest.raises(muninn.UsageError, match="a TRM / HRM run folder"):
         trm.forward([1])
+
+
+def test_weights_stored_in_q8(muninn):
+    # The layers' projections and the output matrix in q8: info says so, and solve still gives
+    # the fixture's fixed-halting steps (its predictions may move by q8 rounding).
+    m = muninn.load(DATA / "trm" / "trm_mlpt_f32", quantize="q8")
+    assert m.info()["fields"]["weights"].startswith("q8 projections and output matrix")
+    r = m.solve(SUDOKU, limit=4)
+    assert r["steps"].tolist() == E["fixed"]["steps"] and r["predictions"].shape == (4, 16)

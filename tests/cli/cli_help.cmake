@@ -14,7 +14,7 @@ set(flags_score --model --data --steps --init-state --seed --routing --config --
 set(flags_tokenize --model --text --chat --system)
 set(flags_eval --model --data --metric --block-size --max-blocks --seed --verbose --steps --init-state --config --ae)
 set(flags_ae --model --tokens --prompt --ae --dump --taps)
-set(flags_solve --model --data --max-steps --halt --halt-threshold --show --limit --batch --dump --taps)
+set(flags_solve --model --data --max-steps --halt --halt-threshold --show --limit --batch --dtype --quantize --dump --taps)
 set(commands info forward generate score demo eval ae solve tokenize)
 
 # help(<out> <arg>...): stdout of `EXE <arg>...`, which must exit 0 and print "usage: muninn".

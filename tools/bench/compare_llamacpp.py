@@ -31,6 +31,8 @@ import sys
 
 import numpy as np
 
+from gguf_llama import LAYER_TENSORS, add_llama_hparams
+
 H, HEADS, KV, HD, INTER, LAYERS, VOCAB = 576, 9, 3, 64, 1536, 30, 49152
 
 
@@ -52,16 +54,8 @@ def write_gguf(src, path, ftype):
 
     rng = np.random.default_rng(7)
     w = gguf.GGUFWriter(path, "llama")
-    w.add_context_length(2048)
-    w.add_embedding_length(H)
-    w.add_block_count(LAYERS)
-    w.add_feed_forward_length(INTER)
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(KV)
-    w.add_rope_dimension_count(HD)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(VOCAB)
+    add_llama_hparams(w, hidden=H, layers=LAYERS, intermediate=INTER, heads=HEADS, kv_heads=KV, head_dim=HD,
+                      vocab=VOCAB, context=2048)
     w.add_tokenizer_model("none")
     w.add_file_type({"F32": 0, "BF16": 32, "Q8_0": 7}[ftype])
 
@@ -79,17 +73,15 @@ def write_gguf(src, path, ftype):
 
     mat("token_embd.weight", VOCAB, H)
     norm("output_norm.weight")
+    shapes = {"self_attn.q_proj.weight": (HEADS * HD, H), "self_attn.k_proj.weight": (KV * HD, H),
+              "self_attn.v_proj.weight": (KV * HD, H), "self_attn.o_proj.weight": (H, HEADS * HD),
+              "mlp.gate_proj.weight": (INTER, H), "mlp.up_proj.weight": (INTER, H), "mlp.down_proj.weight": (H, INTER)}
     for i in range(LAYERS):
-        p = f"blk.{i}."
-        norm(p + "attn_norm.weight")
-        mat(p + "attn_q.weight", HEADS * HD, H)
-        mat(p + "attn_k.weight", KV * HD, H)
-        mat(p + "attn_v.weight", KV * HD, H)
-        mat(p + "attn_output.weight", H, HEADS * HD)
-        norm(p + "ffn_norm.weight")
-        mat(p + "ffn_gate.weight", INTER, H)
-        mat(p + "ffn_up.weight", INTER, H)
-        mat(p + "ffn_down.weight", H, INTER)
+        for hf, name in LAYER_TENSORS.items():
+            if hf in shapes:
+                mat(f"blk.{i}.{name}", *shapes[hf])
+            else:
+                norm(f"blk.{i}.{name}")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -21,6 +21,8 @@ import sys
 
 import numpy as np
 
+from gguf_llama import LAYER_TENSORS, add_llama_hparams
+
 
 def read_safetensors(path):
     """name -> float32 array, for an all-F32 safetensors file."""
@@ -66,16 +68,9 @@ def main():
     hd = cfg.get("head_dim", H // heads)
 
     w = gguf.GGUFWriter(a.out, "llama")
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(H)
-    w.add_block_count(L)
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv)
-    w.add_rope_dimension_count(hd)
-    w.add_rope_freq_base(cfg["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_vocab_size(V)
+    add_llama_hparams(w, hidden=H, layers=L, intermediate=cfg["intermediate_size"], heads=heads, kv_heads=kv,
+                      head_dim=hd, vocab=V, context=cfg["max_position_embeddings"], rope_theta=cfg["rope_theta"],
+                      rms_eps=cfg["rms_norm_eps"])
     w.add_file_type(0)  # all F32
     w.add_tokenizer_model("llama")
     w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, V)])
@@ -87,17 +82,11 @@ def main():
 
     w.add_tensor("token_embd.weight", t["model.embed_tokens.weight"])
     w.add_tensor("output_norm.weight", t["model.norm.weight"])
+    rotary = {"self_attn.q_proj.weight": heads, "self_attn.k_proj.weight": kv}  # rows to reorder, per head
     for i in range(L):
-        p, q = f"model.layers.{i}.", f"blk.{i}."
-        w.add_tensor(q + "attn_norm.weight", t[p + "input_layernorm.weight"])
-        w.add_tensor(q + "attn_q.weight", to_interleaved(t[p + "self_attn.q_proj.weight"], heads))
-        w.add_tensor(q + "attn_k.weight", to_interleaved(t[p + "self_attn.k_proj.weight"], kv))
-        w.add_tensor(q + "attn_v.weight", t[p + "self_attn.v_proj.weight"])
-        w.add_tensor(q + "attn_output.weight", t[p + "self_attn.o_proj.weight"])
-        w.add_tensor(q + "ffn_norm.weight", t[p + "post_attention_layernorm.weight"])
-        w.add_tensor(q + "ffn_gate.weight", t[p + "mlp.gate_proj.weight"])
-        w.add_tensor(q + "ffn_up.weight", t[p + "mlp.up_proj.weight"])
-        w.add_tensor(q + "ffn_down.weight", t[p + "mlp.down_proj.weight"])
+        for hf, name in LAYER_TENSORS.items():
+            x = t[f"model.layers.{i}.{hf}"]
+            w.add_tensor(f"blk.{i}.{name}", to_interleaved(x, rotary[hf]) if hf in rotary else x)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

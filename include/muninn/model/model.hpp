@@ -135,7 +135,7 @@ class model {
     if constexpr (detail::has_recursion_layers<weights_type>)
       for (std::size_t j = 0; j < w_.recursion_layers.size(); ++j)
         c.layer(w_.recursion_layers[j], dims_, "recursion layer " + std::to_string(j));
-    if constexpr (!std::is_same_v<typename Arch::head_policy, head::final_norm>) {
+    if constexpr (head_reads_output_matrix<head_policy>()) {
       const std::int64_t V = cfg_.vocab_size, h = cfg_.n_embd;
       w_.head_converted = cfg_.tie_embeddings ? c.copy(w_.wte.data(), V, h, "output matrix (tied embedding)")
                                               : c.take(w_.lm_head, h, "lm_head");

@@ -19,7 +19,10 @@
 ///   const chunk_sampling_options&, std::int64_t& draws)`: one emission from the output row of
 ///   `position`, the `step`-th of a generation, drawn on the backend; `draws` receives the head
 ///   samples it took. Without it an emission is one token drawn from the logits by
-///   runtime/sampling.hpp.
+///   runtime/sampling.hpp;
+/// - `static constexpr bool reads_output_matrix`: false for a head that never multiplies by the
+///   output matrix (its rows are the normalised hidden states), so that model::store_weights_as
+///   leaves that matrix alone; true when absent.
 
 #include <cstdint>
 #include <type_traits>
@@ -142,6 +145,21 @@ struct chunk_sampling_options {
   std::vector<double> uniforms;
 };
 
+namespace detail {
+template <class H>
+using reads_output_matrix_t = decltype(H::reads_output_matrix);
+}  // namespace detail
+
+/// \brief Whether head policy `Head` computes its rows with the output matrix [V, h] (see the
+/// concept's `reads_output_matrix`).
+template <class Head>
+constexpr bool head_reads_output_matrix() {
+  if constexpr (detail::detected_v<Head, detail::reads_output_matrix_t>)
+    return Head::reads_output_matrix;
+  else
+    return true;
+}
+
 namespace head {
 /// \brief `logits = RMSNorm(x) · Wᵀ`, W the embedding when tied.
 struct softmax {
@@ -161,6 +179,7 @@ struct softmax {
 struct final_norm {
   using slot = muninn::slot::head;                   ///< fills the Head slot
   static constexpr const char* name = "final_norm";  ///< spelling used in messages
+  static constexpr bool reads_output_matrix = false;  ///< rows are hidden states, no GEMM
   /// \brief Output rows are hidden states: width h.
   static std::int64_t output_width(const model_config& cfg) { return cfg.n_embd; }
   /// \brief logits = RMSNorm(x) (the weight matrix is not read).

@@ -377,8 +377,11 @@ std::string calm_family::redirect(operation op) {
 }
 
 std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const option_values& o) {
-  (void)detail::device_of(o);
+  const weight_format weights = detail::device_of(o).weights;  // no --device for this family: the host
   if (is_autoencoder_folder(f)) {
+    if (weights != weight_format::f32)
+      fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own, which runs in fp32; ",
+              weight_format_name(weights), " applies to a CALM model's backbone");
     if (o.op() != operation::ae && o.op() != operation::info && o.op() != operation::load)
       fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own: muninn ae runs it; give the CALM "
               "model's folder (with --ae ", f.dir, ") to ", operation_name(o.op()));
@@ -400,8 +403,12 @@ std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const opt
   }
   const std::string ae_dir = find_option(o.op(), "ae") && o.has("ae") ? o.text("ae", "") : "";
   calm_host m = as_kind(error_kind::checkpoint, [&] { return calm_host::load(f.dir, ae_dir); });
+  as_kind(error_kind::checkpoint, [&] { m.store_weights_as(weights); });
   detail::lm_extras x;
   x.info = calm_info(f, m);
+  const std::size_t ae_bytes = std::size_t(m.autoencoder().parameter_count()) * sizeof(float);
+  detail::add_weights_field(x.info, weights, m.weight_bytes() + ae_bytes, "backbone projections",
+                            "compressor, energy head, autoencoder, norms, embedding");
   detail::read_text_files(f, x);
   return std::make_unique<calm_loaded>(std::move(m), std::move(x));
 }

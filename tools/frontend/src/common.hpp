@@ -111,16 +111,23 @@ inline device_choice device_of(const option_values& o) {
   return d;
 }
 
+/// \brief The `info` line that says how a host model's weights are held: `converted` names the
+/// matrices store_weights_as converted and `kept` what stays fp32.
+inline void add_weights_field(model_info& info, weight_format f, std::size_t bytes,
+                              const std::string& converted = "projections and output matrix",
+                              const std::string& kept = "norms, biases, embedding") {
+  add_field(info, "weights",
+            f == weight_format::f32 ? "fp32, " + human_bytes(double(bytes)) + " (host backend)"
+                                    : std::string(weight_format_name(f)) + " " + converted + " (" + kept + " fp32), " +
+                                          human_bytes(double(bytes)) + " (host backend)");
+}
+
 /// \brief Stores a host model's matrices in `f` (model::store_weights_as) and adds the `info`
 /// line that says how the weights are held and their memory.
 template <class M>
 void store_weights(M& m, weight_format f, lm_extras& x) {
   m.store_weights_as(f);
-  add_field(x.info, "weights",
-            f == weight_format::f32
-                ? "fp32, " + human_bytes(double(m.weight_bytes())) + " (host backend)"
-                : std::string(weight_format_name(f)) + " projections and output matrix (norms, biases, embedding fp32), " +
-                      human_bytes(double(m.weight_bytes())) + " (host backend)");
+  add_weights_field(x.info, f, m.weight_bytes());
 }
 
 /// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`

@@ -100,15 +100,15 @@ option_spec device_option() {
 }
 option_spec dtype_option() {
   return choice("dtype", {"fp32", "bf16"},
-                "cpu: the layers' projection matrices and the output matrix stored in bf16 (fp32 sums); cuda: "
-                "weights and activations",
-                "fp32", {"huginn", "llama", "mor"});
+                "cpu: the layers' projection matrices and the output matrix stored in bf16 (fp32 sums; CALM: "
+                "its backbone's); cuda: weights and activations",
+                "fp32", {"huginn", "llama", "mor", "calm", "trm"});
 }
 option_spec quantize_option() {
   return choice("quantize", {"none", "q8"},
                 "cpu: the layers' projection matrices and the output matrix stored as 8-bit blocks of 32 with a "
-                "scale each, quantized at load (fp32 sums)",
-                "none", {"huginn", "llama", "mor"});
+                "scale each, quantized at load (fp32 sums; CALM: its backbone's)",
+                "none", {"huginn", "llama", "mor", "calm", "trm"});
 }
 // Serving defaults to batch-invariant sums: a request then gives the same bits in any batch.
 option_spec kernels_option(const std::string& def = "fastest") {
@@ -285,6 +285,8 @@ std::vector<option_spec> solve_options() {
       cli_only(flag("show", "print each puzzle's input, prediction and label grids")),
       integer("limit", "N", "the first N examples of the split only", 1, 1LL << 40, "", "every example"),
       integer("batch", "N", "puzzles per batch", 1, 1 << 16, "64"),
+      dtype_option(),
+      quantize_option(),
       dump_option(),
       taps_option(),
   };

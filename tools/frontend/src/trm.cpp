@@ -154,9 +154,13 @@ std::string trm_family::redirect(operation op) {
 std::unique_ptr<loaded_model> trm_family::load(const model_folder& f, const option_values& o) {
   trm_load_options lo;
   if (o.op() == operation::solve) lo.data_dir = o.text("data");
+  const weight_format weights = detail::device_of(o).weights;  // no --device for this family: the host
   trm_host m = as_kind(error_kind::checkpoint,
                        [&] { return trm_host::load(f.step_file.empty() ? f.dir : f.step_file, lo); });
+  as_kind(error_kind::checkpoint, [&] { m.store_weights_as(weights); });
   model_info info = trm_info(f, m);
+  detail::add_weights_field(info, weights, m.weight_bytes(), "projections and output matrix",
+                            "token-mixing MLP, Q head, embeddings, initial states");
   return std::make_unique<trm_loaded>(std::move(m), std::move(info));
 }
 

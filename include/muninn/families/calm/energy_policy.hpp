@@ -22,6 +22,7 @@ namespace head {
 struct energy {
   using slot = muninn::slot::head;               ///< fills the Head slot
   static constexpr const char* name = "energy";  ///< spelling used in messages
+  static constexpr bool reads_output_matrix = false;  ///< rows are hidden states, no GEMM
   /// \brief Output rows are hidden states: width h.
   template <class Config>
   static std::int64_t output_width(const Config& cfg) {

@@ -60,6 +60,15 @@ class calm_model {
   std::int64_t patch_size() const { return config().patch_size; }
   /// \brief Parameters of backbone, compressor and head (the autoencoder counted apart).
   std::int64_t parameter_count() const { return m_->parameter_count(); }
+  /// \brief Host only: stores the backbone layers' projection matrices in `format` (bf16 or q8,
+  /// model::store_weights_as). The compressor, the energy head and the autoencoder stay fp32:
+  /// the energy head samples from noise through several MLP blocks per step, where fp32 keeps
+  /// the reference's draws reproducible. Call before any context is made.
+  void store_weights_as(muninn::weight_format format) { m_->store_weights_as(format); }
+  /// \brief How the backbone's projection matrices are stored.
+  muninn::weight_format weight_format() const { return m_->weight_format(); }
+  /// \brief Bytes of parameter storage (model::weight_bytes; the autoencoder not counted).
+  std::size_t weight_bytes() const { return m_->weight_bytes(); }
 
   /// \brief A KV cache for `max_chunks` chunk positions, fed up to `max_feed` chunks per call.
   context_type make_context(std::int64_t max_chunks, std::int64_t max_feed = 256) const {

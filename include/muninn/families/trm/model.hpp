@@ -121,6 +121,21 @@ class trm_model {
   const trm_weights<Backend, T>& weights() const {
     return visit([](const auto& m) -> const trm_weights<Backend, T>& { return m.weights(); });
   }
+  /// \brief Host only: stores the layers' projection matrices and the output matrix in `format`
+  /// (bf16 or q8, model::store_weights_as). The token-mixing MLP, the Q head, the embeddings and
+  /// the initial states stay fp32: they are a small part of the bytes a step reads. Call before
+  /// start().
+  void store_weights_as(muninn::weight_format format) {
+    std::visit([&](auto& m) { m.store_weights_as(format); }, m_);
+  }
+  /// \brief How the layers' projection matrices and the output matrix are stored.
+  muninn::weight_format weight_format() const {
+    return visit([](const auto& m) { return m.weight_format(); });
+  }
+  /// \brief Bytes of parameter storage (model::weight_bytes).
+  std::size_t weight_bytes() const {
+    return visit([](const auto& m) { return m.weight_bytes(); });
+  }
   /// \brief Calls f with the underlying `model<Backend, T, Arch>` (attention_model or token_mlp_model).
   template <class F>
   decltype(auto) visit(F&& f) const { return std::visit(std::forward<F>(f), m_); }

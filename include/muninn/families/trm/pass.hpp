@@ -159,7 +159,7 @@ class trm_pass {
     const auto& c = m_.config();
     const std::int64_t S = c.total_len(), D = m_.dims().h, V = c.vocab_size;
     const head_args<backend_type, value_type> a{be_, zH, n_ * S, D, V, nullptr, c.norm_eps,
-                                                m_.weights().lm_head.data(), ws_.logits.data(), nullptr};
+                                                m_.weights().lm_head.data(), ws_.logits.data(), m_.output_converted()};
     Head::logits(a);
     Head::q_logits(be_, static_cast<const value_type*>(zH), n_, S * D, D, m_.weights().q_w.data(),
                    m_.weights().q_b.data(), ws_.q_halt.data());
