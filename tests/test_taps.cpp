@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "muninn/families/llama/arch.hpp"
@@ -210,4 +211,284 @@ TEST(Taps, MorTokenChoiceDepthsAreTheRunsDepths) {
   for (std::size_t i = 0; i < d.size(); ++i) EXPECT_EQ(d[i], float(depths[i])) << i;
   EXPECT_EQ(rec.cols.at("router.logits@-1"), m.config().mor.recursions);
   EXPECT_EQ(rec.cols.at("router.probs@-1"), m.config().mor.recursions);
+}
+
+namespace {
+
+// Every tap of the calls, in arrival order, one row at a time: (name, step, sequence, position)
+// and the row's values; sequence -1 when the event has no sequences.
+struct tap_row {
+  std::string name;
+  std::int64_t step = 0, sequence = -1, position = 0;
+  std::vector<float> values;
+};
+struct row_log {
+  std::vector<tap_row> rows;
+  bool any_sequences = false;
+  tap_options options(std::vector<std::string> names = {}) {
+    tap_options t;
+    t.names = std::move(names);
+    t.on_tap = [this](const tap_event& e) {
+      any_sequences = any_sequences || e.sequences != nullptr;
+      for (std::int64_t i = 0; i < e.rows; ++i)
+        rows.push_back({std::string(e.name), e.step, e.sequences ? e.sequences[i] : -1, e.positions[i],
+                        std::vector<float>(e.data + i * e.cols, e.data + (i + 1) * e.cols)});
+    };
+    return t;
+  }
+};
+
+// The statistics of the exit criteria, by hand in double from the taps' floats.
+double log_sum_exp(const std::vector<float>& x) {
+  double m = x[0], s = 0;
+  for (float v : x) m = std::max(m, double(v));
+  for (float v : x) s += std::exp(double(v) - m);
+  return m + std::log(s);
+}
+double kl_by_hand(const std::vector<float>& prev, const std::vector<float>& cur) {  // KL(p_prev ‖ p_cur)
+  const double a = log_sum_exp(prev), b = log_sum_exp(cur);
+  double kl = 0;
+  for (std::size_t c = 0; c < cur.size(); ++c) {
+    const double lp = double(prev[c]) - a, lq = double(cur[c]) - b;
+    kl += std::exp(lp) * (lp - lq);
+  }
+  return kl;
+}
+double entropy_by_hand(const std::vector<float>& x) {
+  const double z = log_sum_exp(x);
+  double h = 0;
+  for (float v : x) h -= std::exp(double(v) - z) * (double(v) - z);
+  return h;
+}
+double norm_by_hand(const std::vector<float>& x) {
+  double s = 0;
+  for (float v : x) s += double(v) * v;
+  return std::sqrt(s);
+}
+
+// Walks a log of a call under `criterion` (zero initial state, every step checked) and checks
+// each halt.value row against the statistic recomputed from the state or logits taps before it,
+// each halt.exited flag against the threshold rule, and that an exited token runs no later
+// step. Returns the number of exits before the last step.
+int check_halt_log(const row_log& log, halt_criterion criterion, double thr, std::int64_t h) {
+  struct token {
+    std::vector<float> state, logits, prev_state, prev_logits;
+    double prev_entropy = 100, value = 0;  // value: this check's statistic
+    std::int64_t prev_argmax = -1, run = 0, exited_at = -1;
+    bool checked = false;
+  };
+  std::map<std::pair<std::int64_t, std::int64_t>, token> tok;
+  int exits = 0, checks = 0;
+  for (const tap_row& r : log.rows) {
+    token& t = tok[{r.sequence, r.position}];
+    if (t.prev_state.empty()) t.prev_state.assign(std::size_t(h), 0.0f);
+    if (r.name == "state") {
+      EXPECT_LT(t.exited_at, 0) << "token " << r.sequence << ":" << r.position << " ran step " << r.step
+                                << " after exiting at step " << t.exited_at;
+      t.state = r.values;
+    } else if (r.name == "logits") {
+      t.logits = r.values;
+    } else if (r.name == "halt.value") {
+      ++checks;
+      double& value = t.value;
+      switch (criterion) {
+        case halt_criterion::latent_diff: {
+          std::vector<float> d(t.state.size());
+          for (std::size_t c = 0; c < d.size(); ++c) d[c] = float(double(t.state[c]) - t.prev_state[c]);
+          value = norm_by_hand(d) / norm_by_hand(t.state);
+          t.prev_state = t.state;
+          break;
+        }
+        case halt_criterion::cosine: {
+          double dot = 0;
+          for (std::size_t c = 0; c < t.state.size(); ++c) dot += double(t.state[c]) * t.prev_state[c];
+          value = 1.0 - dot / std::max(norm_by_hand(t.state) * norm_by_hand(t.prev_state), 1e-30);
+          t.prev_state = t.state;
+          break;
+        }
+        case halt_criterion::kl: {
+          if (t.prev_logits.empty()) t.prev_logits.assign(t.logits.size(), 0.0f);  // uniform
+          value = kl_by_hand(t.prev_logits, t.logits);
+          t.prev_logits = t.logits;
+          break;
+        }
+        case halt_criterion::entropy_diff: {
+          const double e = entropy_by_hand(t.logits);
+          value = std::abs(e - t.prev_entropy);
+          t.prev_entropy = e;
+          break;
+        }
+        default: {  // argmax_stable: the run of equal arg-maxes
+          const std::int64_t a = std::max_element(t.logits.begin(), t.logits.end()) - t.logits.begin();
+          t.run = a == t.prev_argmax ? t.run + 1 : 0;
+          t.prev_argmax = a;
+          value = double(t.run);
+        }
+      }
+      EXPECT_NEAR(r.values[0], value, 1e-6 + 1e-4 * std::abs(value))
+          << "token " << r.sequence << ":" << r.position << " step " << r.step;
+    } else if (r.name == "halt.exited") {
+      const double value = t.value;
+      const bool want = criterion == halt_criterion::argmax_stable ? value >= thr : value < thr;
+      EXPECT_EQ(r.values[0] != 0.0f, want) << "token " << r.sequence << ":" << r.position << " step " << r.step
+                                             << " value " << value << " threshold " << thr;
+      if (r.values[0] != 0.0f) {
+        t.exited_at = r.step;
+        ++exits;
+      }
+    }
+  }
+  EXPECT_GT(checks, 0);
+  return exits;
+}
+
+}  // namespace
+
+// The halt.value tap is the exit criterion's statistic, recomputed by hand from the state taps
+// (latent change, cosine distance) or the logits taps the checks read (KL, entropy change,
+// arg-max run); halt.exited flags exactly the tokens whose value crossed the threshold, and
+// those run no further step. One sequence and a batch of three; outputs unchanged by the taps.
+TEST(Taps, HaltValueIsTheCriterionRecomputedFromTheStateAndLogitTaps) {
+  const auto m = model<host_backend, float, huginn_adaptive_arch>::load(muninn_test::data_dir + "tiny_f32");
+  const std::int64_t h = m.dims().h;
+  const std::vector<std::vector<std::int32_t>> batch = {{3, 17, 42}, {5, 60, 7, 9, 11}, {25, 63}};
+  for (halt_criterion criterion : {halt_criterion::latent_diff, halt_criterion::cosine, halt_criterion::kl,
+                                   halt_criterion::entropy_diff, halt_criterion::argmax_stable}) {
+    SCOPED_TRACE(int(criterion));
+    run_options o;
+    o.steps = 8;
+    o.init = state_init::zero{};
+    o.halt.criterion = criterion;
+    // A first run that never exits gives the values; the threshold is then put between two of
+    // them so that some checks exit and some do not.
+    const bool run_rule = criterion == halt_criterion::argmax_stable;
+    o.halt.threshold = run_rule ? 1e9 : 0.0;
+    row_log free_run;
+    o.taps = free_run.options({"halt.value"});
+    m.forward(kIds, o);
+    if (run_rule) {
+      o.halt.threshold = 2.0;
+    } else {
+      std::vector<double> values;
+      for (const auto& r : free_run.rows)
+        if (r.step >= 1) values.push_back(r.values[0]);
+      std::sort(values.begin(), values.end());
+      ASSERT_GE(values.size(), 8u);
+      std::size_t k = values.size() / 4;  // the widest gap in the middle half: far from every value
+      for (std::size_t i = k; i < 3 * values.size() / 4; ++i)
+        if (values[i + 1] - values[i] > values[k + 1] - values[k]) k = i;
+      o.halt.threshold = 0.5 * (values[k] + values[k + 1]);
+    }
+
+    const auto plain = m.forward(kIds, o);
+    row_log log;
+    o.taps = log.options({"state", "logits", "halt"});
+    std::vector<std::int32_t> steps_used;
+    o.steps_used = &steps_used;
+    EXPECT_EQ(m.forward(kIds, o), plain);
+    EXPECT_FALSE(log.any_sequences);
+    const int exits = check_halt_log(log, criterion, o.halt.threshold, h);
+    if (!run_rule) {
+      EXPECT_GT(exits, 0);
+      EXPECT_LT(*std::min_element(steps_used.begin(), steps_used.end()), 8);
+    }
+
+    // The same through forward_batch: each call stacks one token of every sequence.
+    o.steps_used = nullptr;
+    std::vector<decltype(m.make_context(8))> ctxs;
+    for (std::size_t r = 0; r < batch.size(); ++r) ctxs.push_back(m.make_context(8, 8));
+    std::vector<decltype(m.make_context(8))*> ptrs;
+    for (auto& c : ctxs) ptrs.push_back(&c);
+    auto ws = m.make_workspace(8);
+    row_log blog;
+    o.taps = blog.options({"state", "logits", "halt"});
+    m.forward_batch(ws, ptrs, batch, o, logits_for::last);
+    EXPECT_TRUE(blog.any_sequences);
+    const int batch_exits = check_halt_log(blog, criterion, o.halt.threshold, h);
+    if (!run_rule) {
+      EXPECT_GT(batch_exits, 0);
+    }
+  }
+}
+
+// forward_batch's taps name each row's sequence: every row of sequence r holds what the same
+// tap holds for that position when r's tokens run alone; a single call's taps have none. Fixed
+// depth stacks every token in one call; under an exit criterion each call stacks one token of
+// the sequences that have one left, so a call's k-th piece need not be sequence k.
+TEST(Taps, BatchedTapsCarryEachRowsSequence) {
+  const auto m = model<host_backend, float, huginn_adaptive_arch>::load(muninn_test::data_dir + "tiny_f32");
+  const std::vector<std::vector<std::int32_t>> batch = {{25, 63}, {3, 17, 42}, {5, 60, 7, 9, 11}};
+  for (const bool per_token : {false, true}) {
+    SCOPED_TRACE(per_token ? "per-token exit" : "fixed depth");
+    run_options o;
+    o.steps = 3;
+    if (per_token) {
+      o.halt.criterion = halt_criterion::latent_diff;
+      o.halt.threshold = 0;  // checked at every step, never reached
+    }
+    std::vector<decltype(m.make_context(8))> ctxs;
+    for (std::size_t r = 0; r < batch.size(); ++r) ctxs.push_back(m.make_context(8, 3));
+    std::vector<decltype(m.make_context(8))*> ptrs;
+    for (auto& c : ctxs) ptrs.push_back(&c);
+    auto ws = m.make_workspace(16);
+    const std::vector<std::string> names = {"embeddings", "state", "core.layer.0", "logits", "halt"};
+    row_log log;
+    o.taps = log.options(names);
+    m.forward_batch(ws, ptrs, batch, o, logits_for::all);
+    ASSERT_TRUE(log.any_sequences);
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < batch.size(); ++r) {
+      row_log alone;
+      run_options a = o;
+      a.taps = alone.options(names);
+      m.forward(batch[r], a);
+      EXPECT_FALSE(alone.any_sequences);
+      std::map<std::tuple<std::string, std::int64_t, std::int64_t>, std::vector<float>> want;
+      for (const auto& row : alone.rows) want[{row.name, row.step, row.position}] = row.values;
+      std::size_t seen = 0;
+      for (const auto& row : log.rows) {
+        if (row.sequence != std::int64_t(r)) continue;
+        ++seen;
+        const auto it = want.find({row.name, row.step, row.position});
+        ASSERT_NE(it, want.end()) << row.name << "@" << row.step << " position " << row.position << " of sequence " << r;
+        EXPECT_LE(muninn_test::max_abs_diff(row.values, it->second), 1e-5) << row.name << " sequence " << r;
+      }
+      EXPECT_EQ(seen, alone.rows.size()) << "sequence " << r;
+      total += seen;
+    }
+    EXPECT_EQ(total, log.rows.size());
+  }
+}
+
+// generate_batch names the prompt of each row, also once earlier prompts have finished: with
+// greedy sampling the arg-max of each logits row is the token its prompt's generation took next.
+TEST(Taps, GenerateBatchTapsNameThePrompt) {
+  const auto m = model<host_backend, float>::load(muninn_test::data_dir + "tiny_f32");
+  const std::vector<std::vector<std::int32_t>> prompts = {{3, 17, 42}, {5, 60, 7, 9}, {25, 63}};
+  generate_options g;
+  g.max_new_tokens = 4;
+  g.sampling.greedy = true;
+  g.run.steps = 2;
+  // Prompt 0 stops at its first token (a stop id); the others must go on.
+  g.stop_ids = {generate(m, prompts[0], g).tokens.at(0)};
+  row_log log;
+  g.run.taps = log.options({"logits"});
+  const auto res = generate_batch(m, prompts, g);
+  ASSERT_EQ(res[0].tokens.size(), 1u);
+  ASSERT_GT(res[1].tokens.size() + res[2].tokens.size(), 2u) << "the other prompts should outlive prompt 0";
+  std::size_t checked = 0;
+  for (const auto& row : log.rows) {
+    ASSERT_GE(row.sequence, 0);
+    ASSERT_LT(row.sequence, 3);
+    const auto& toks = res[std::size_t(row.sequence)].tokens;
+    const std::int64_t k = row.position - std::int64_t(prompts[std::size_t(row.sequence)].size()) + 1;
+    ASSERT_GE(k, 0) << "a logits row before the prompt's end";
+    ASSERT_LT(k, std::int64_t(toks.size()));
+    const std::int64_t a = std::max_element(row.values.begin(), row.values.end()) - row.values.begin();
+    EXPECT_EQ(a, toks[std::size_t(k)]) << "sequence " << row.sequence << " position " << row.position;
+    ++checked;
+  }
+  std::size_t generated = 0;
+  for (const auto& r : res) generated += r.tokens.size();
+  EXPECT_EQ(checked, generated);
 }

@@ -68,6 +68,147 @@ TEST_P(TrmFixture, BatchOfOneEqualsTheBatch) {
   }
 }
 
+// The stream taps of a solve, in the order they arrive.
+struct stream_event {
+  std::string name;
+  std::int64_t step = 0, rows = 0, cols = 0;
+  std::vector<float> data;
+  std::vector<std::int64_t> positions, sequences;
+};
+
+tap_options record_streams(std::vector<stream_event>& out, std::vector<std::string> names = {}) {
+  tap_options t;
+  t.names = std::move(names);
+  t.on_tap = [&out](const tap_event& e) {
+    stream_event s{std::string(e.name), e.step, e.rows, e.cols, std::vector<float>(e.data, e.data + e.rows * e.cols),
+                   std::vector<std::int64_t>(e.positions, e.positions + e.rows), {}};
+    if (e.sequences) s.sequences.assign(e.sequences, e.sequences + e.rows);
+    out.push_back(std::move(s));
+  };
+  return t;
+}
+
+// z_H [n·S, D] through the heads by hand, in double: logits [n, L, V] of the grid positions
+// (no final norm: lm_head on z_H) and q [n, 2] from position 0.
+void heads_by_hand(const trm& m, const std::vector<float>& z, std::vector<float>& logits, std::vector<float>& q) {
+  const trm_config& k = m.config();
+  const std::int64_t S = k.total_len(), P = k.prefix_len(), L = k.seq_len, D = k.hidden_size, V = k.vocab_size;
+  const std::int64_t n = std::int64_t(z.size()) / (S * D);
+  const float* W = m.weights().lm_head.data();
+  const float* qw = m.weights().q_w.data();
+  const float* qb = m.weights().q_b.data();
+  logits.assign(std::size_t(n * L * V), 0.0f);
+  q.assign(std::size_t(n * 2), 0.0f);
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t p = 0; p < L; ++p)
+      for (std::int64_t v = 0; v < V; ++v) {
+        double acc = 0;
+        for (std::int64_t d = 0; d < D; ++d) acc += double(z[std::size_t((b * S + P + p) * D + d)]) * W[v * D + d];
+        logits[std::size_t((b * L + p) * V + v)] = float(acc);
+      }
+    for (std::int64_t j = 0; j < 2; ++j) {
+      double acc = qb[j];
+      for (std::int64_t d = 0; d < D; ++d) acc += double(z[std::size_t(b * S * D + d)]) * qw[j * D + d];
+      q[std::size_t(b * 2 + j)] = float(acc);
+    }
+  }
+}
+
+TEST_P(TrmFixture, StreamTapsEveryCycleAndTheLastZHIsWhatTheHeadsRead) {
+  // Under Q halting (the samples stop at different steps): per supervision step H_cycles·L_cycles
+  // z_L taps and H_cycles z_H taps in the schedule's order, rows n·S of the samples still running;
+  // the last z_H through lm_head and the Q head by hand gives that step's logits and q values.
+  const trm_case c(GetParam());
+  trm m = trm::load(c.folder());
+  const trm_config& k = m.config();
+  const std::int64_t S = k.total_len(), D = k.hidden_size;
+  std::vector<stream_event> ev;
+  std::vector<std::vector<std::int64_t>> samples;
+  std::vector<trm_step_output> outs;
+  const trm_result tapped = m.solve(
+      c.inputs, c.ids, trm_halting::q_halt{},
+      [&](std::int64_t, const std::vector<std::int64_t>& active, const trm_step_output& o) {
+        samples.push_back(active);
+        outs.push_back(o);
+      },
+      record_streams(ev));
+  std::vector<std::string> order;  // one supervision step's taps, as the paper's loop reaches them
+  for (std::int64_t t = 0; t < k.H_cycles; ++t) {
+    for (std::int64_t j = 0; j < k.L_cycles; ++j)
+      order.push_back("z_L.cycle." + std::to_string(t) + "." + std::to_string(j));
+    order.push_back("z_H.cycle." + std::to_string(t));
+  }
+  const std::size_t per_step = std::size_t(k.H_cycles * (k.L_cycles + 1));
+  ASSERT_EQ(ev.size(), samples.size() * per_step);
+  ASSERT_GT(samples.front().size(), samples.back().size()) << "the case should halt samples at different steps";
+  for (std::size_t s = 0; s < samples.size(); ++s) {
+    const std::int64_t n = std::int64_t(samples[s].size());
+    for (std::size_t i = 0; i < per_step; ++i) {
+      const stream_event& e = ev[s * per_step + i];
+      EXPECT_EQ(e.name, order[i]) << "step " << s;
+      EXPECT_EQ(e.step, std::int64_t(s));
+      ASSERT_EQ(e.rows, n * S);
+      ASSERT_EQ(e.cols, D);
+      for (std::int64_t r = 0; r < e.rows; ++r) {
+        ASSERT_EQ(e.positions[std::size_t(r)], r % S);
+        ASSERT_EQ(e.sequences[std::size_t(r)], samples[s][std::size_t(r / S)]) << "step " << s << " row " << r;
+      }
+    }
+    std::vector<float> logits, q;
+    heads_by_hand(m, ev[(s + 1) * per_step - 1].data, logits, q);
+    EXPECT_LE(muninn_test::max_abs_diff(logits, outs[s].logits), 1e-5) << "step " << s;
+    for (std::int64_t b = 0; b < n; ++b) {
+      EXPECT_NEAR(q[std::size_t(2 * b)], outs[s].q_halt[std::size_t(b)], 1e-5);
+      EXPECT_NEAR(q[std::size_t(2 * b + 1)], outs[s].q_continue[std::size_t(b)], 1e-5);
+    }
+    // Every z_L and z_H of the step differs from the next: each update changes the stream.
+    for (std::size_t i = 0; i + 1 < per_step; ++i)
+      if (ev[s * per_step + i].name.compare(0, 3, "z_H") == 0) {
+        EXPECT_NE(ev[s * per_step + i].data, ev[(s + 1) * per_step - 1].data) << "step " << s << " tap " << i;
+      }
+  }
+  // Taps change nothing.
+  const trm_result plain = m.solve(c.inputs, c.ids, trm_halting::q_halt{});
+  EXPECT_EQ(tapped.logits, plain.logits);
+  EXPECT_EQ(tapped.steps, plain.steps);
+  EXPECT_EQ(tapped.q_halt, plain.q_halt);
+}
+
+TEST_P(TrmFixture, LastZHThroughTheHeadIsTheReferenceLogits) {
+  // The reference's logits after supervision steps 1, 2 and 16 (logits.npy) from the z_H taps
+  // alone, selected by a dotted prefix; without a step callback (the taps' own path).
+  const trm_case c(GetParam());
+  trm m = trm::load(c.folder());
+  const std::int64_t H = m.config().H_cycles;
+  std::vector<stream_event> ev;
+  const std::string last = "z_H.cycle." + std::to_string(H - 1);
+  m.solve(c.inputs, c.ids, trm_halting::fixed{16}, muninn::detail::trm_no_step_callback{}, record_streams(ev, {"z_H"}));
+  ASSERT_EQ(ev.size(), std::size_t(16 * H));
+  for (const auto& e : ev) ASSERT_EQ(e.name.compare(0, 4, "z_H."), 0) << e.name;
+  const auto want = c.npy("logits.npy", {3, c.B, c.L, c.V});
+  const std::int64_t LV = c.B * c.L * c.V;
+  const std::int64_t steps[3] = {0, 1, 15};
+  for (int slot = 0; slot < 3; ++slot) {
+    const stream_event& e = ev[std::size_t((steps[slot] + 1) * H - 1)];
+    ASSERT_EQ(e.name, last);
+    ASSERT_EQ(e.step, steps[slot]);
+    std::vector<float> logits, q;
+    heads_by_hand(m, e.data, logits, q);
+    const std::vector<float> ref(want.begin() + slot * LV, want.begin() + (slot + 1) * LV);
+    EXPECT_LE(muninn_test::max_abs_diff(logits, ref), kTol) << "supervision step " << steps[slot] + 1;
+  }
+  // One tap by its full name; a dotted prefix takes all it stands for; a name of none, nothing.
+  std::vector<stream_event> one, prefix, none;
+  m.solve(c.inputs, c.ids, trm_halting::fixed{2}, muninn::detail::trm_no_step_callback{}, record_streams(one, {"z_L.cycle.0.0"}));
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[1].name, "z_L.cycle.0.0");
+  EXPECT_EQ(one[1].step, 1);
+  m.solve(c.inputs, c.ids, trm_halting::fixed{2}, muninn::detail::trm_no_step_callback{}, record_streams(prefix, {"z_L.cycle"}));
+  EXPECT_EQ(prefix.size(), std::size_t(2 * H * m.config().L_cycles));
+  m.solve(c.inputs, c.ids, trm_halting::fixed{2}, muninn::detail::trm_no_step_callback{}, record_streams(none, {"z_L.cyc"}));
+  EXPECT_TRUE(none.empty());
+}
+
 // A rule decided on the host from every step's downloaded q values (a policy with stop() only).
 struct host_rule {
   q_halt_rule r;

@@ -61,6 +61,41 @@ if(NOT seen STREQUAL want)
   message(FATAL_ERROR "taps.json lists ${seen}, want ${want}")
 endif()
 
+# Halting statistics (generate --exit): with a threshold nothing reaches (latent change < 0), each
+# of the 4 prompt tokens is checked after steps 0, 1 and 2 of 4, one call per token (the one new
+# token needs no call); from a zero state the first check's relative change is |x - 0| / |x| = 1.
+execute_process(COMMAND ${EXE} generate --model ${MODEL} --tokens 25,63,80,91 --max-new-tokens 1 --greedy --steps 4
+                        --init-state zero --exit latent-diff --exit-threshold 0 --dump ${WORK}/halt --taps halt
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "wrote 24 taps to ${WORK}/halt")
+  message(FATAL_ERROR "generate --exit --taps halt (rc ${rc}): want 'wrote 24 taps' (4 tokens x 3 checks x 2): ${err}")
+endif()
+file(READ ${WORK}/halt/taps.json index)
+string(JSON n LENGTH "${index}" files)
+math(EXPR last "${n} - 1")
+set(ones 0)
+foreach(i RANGE ${last})
+  string(JSON file GET "${index}" files ${i} file)
+  string(JSON shape GET "${index}" files ${i} shape)
+  string(REGEX REPLACE "[ \n]" "" shape "${shape}")
+  if(NOT shape STREQUAL "[1,1]")
+    message(FATAL_ERROR "${file}: shape ${shape}, want [1,1]")
+  endif()
+  if(file MATCHES "^halt\\.value\\.step0\\.")
+    file(READ ${WORK}/halt/${file} bytes HEX)
+    # float32 1.0, little-endian, is the file's last 4 bytes
+    if(NOT bytes MATCHES "0000803f$")
+      message(FATAL_ERROR "${file}: the first check's latent change from a zero state is not 1: ${bytes}")
+    endif()
+    math(EXPR ones "${ones} + 1")
+  endif()
+endforeach()
+string(JSON positions GET "${index}" files ${last} positions)
+string(REGEX REPLACE "[ \n]" "" positions "${positions}")
+if(NOT ones EQUAL 4 OR NOT EXISTS ${WORK}/halt/halt.exited.step2.3.npy OR NOT positions STREQUAL "[3]")
+  message(FATAL_ERROR "halt taps: ${ones} step-0 values, last file's positions ${positions}: ${index}")
+endif()
+
 # An unknown tap: usage error naming it and listing the model's taps.
 execute_process(COMMAND ${EXE} forward --model ${MODEL} --tokens 1,2 --dump ${WORK}/dump2 --taps embeddings,bogus
                 RESULT_VARIABLE rc ERROR_VARIABLE err)

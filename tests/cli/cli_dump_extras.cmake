@@ -1,6 +1,7 @@
 # `muninn solve --dump` and `muninn ae --dump`: TRM's per-step logits taps against the reference's
 # logits at the steps it recorded (1, 2 and 16: slices 0, 1, 2 of logits.npy), a wrong step
-# failing; the autoencoder's mean, log sigma and logits with their shapes in taps.json.
+# failing; the z_L / z_H stream taps' files, shapes and order; the autoencoder's mean, log sigma
+# and logits with their shapes in taps.json.
 # Usage: cmake -DEXE=muninn -DNPY_COMPARE=npy_compare -DTRM=<tests/data/trm> -DCALM=<tests/data/calm>
 #              -DWORK=<dir> -P cli_dump_extras.cmake
 file(REMOVE_RECURSE ${WORK})
@@ -33,6 +34,38 @@ string(REGEX REPLACE "[ \n]" "" shape "${shape}")
 string(REGEX REPLACE "[ \n]" "" positions "${positions}")
 if(NOT name STREQUAL "logits" OR NOT shape STREQUAL "[4,16,6]" OR NOT positions STREQUAL "[0,1,2,3]")
   message(FATAL_ERROR "taps.json's first file: ${name} ${shape} ${positions}, want logits [4,16,6] [0,1,2,3]")
+endif()
+
+# The streams within a step: z_H.cycle.2 (the last of T = 3) and z_L.cycle.0.J (n = 2) at each of
+# 2 steps, [puzzles, S = 16 + 16, D = 12], the puzzles in the positions; a prefix selects them.
+execute_process(COMMAND ${EXE} solve --model ${TRM}/trm_mlpt_f32 --data ${TRM}/data/sudoku4 --limit 4 --max-steps 2
+                        --halt fixed --dump ${WORK}/streams --taps z_H.cycle.2,z_L.cycle.0
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "wrote 6 taps to ${WORK}/streams")
+  message(FATAL_ERROR "muninn solve --taps z_H.cycle.2,z_L.cycle.0 (rc ${rc}): want 'wrote 6 taps': ${err}")
+endif()
+file(READ ${WORK}/streams/taps.json index)
+set(got "")
+foreach(i 0 1 2 3 4 5)
+  string(JSON file GET "${index}" files ${i} file)
+  string(JSON shape GET "${index}" files ${i} shape)
+  string(JSON positions GET "${index}" files ${i} positions)
+  string(REGEX REPLACE "[ \n]" "" shape "${shape}")
+  string(REGEX REPLACE "[ \n]" "" positions "${positions}")
+  if(NOT EXISTS ${WORK}/streams/${file} OR NOT shape STREQUAL "[4,32,12]" OR NOT positions STREQUAL "[0,1,2,3]")
+    message(FATAL_ERROR "stream tap ${file}: shape ${shape}, positions ${positions}; want [4,32,12], [0,1,2,3]")
+  endif()
+  list(APPEND got "${file}")
+endforeach()
+set(want "z_L.cycle.0.0.step0.0.npy;z_L.cycle.0.1.step0.0.npy;z_H.cycle.2.step0.0.npy;z_L.cycle.0.0.step1.0.npy;z_L.cycle.0.1.step1.0.npy;z_H.cycle.2.step1.0.npy")
+if(NOT got STREQUAL want)
+  message(FATAL_ERROR "stream taps: ${got}, want ${want}")
+endif()
+# A cycle the model does not have: a usage error listing the taps it has.
+execute_process(COMMAND ${EXE} solve --model ${TRM}/trm_mlpt_f32 --data ${TRM}/data/sudoku4 --limit 1 --max-steps 1
+                        --dump ${WORK}/streams3 --taps z_H.cycle.3 RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "unknown tap 'z_H.cycle.3' \\(this model's taps: logits, q_halt, q_continue, z_L.cycle.0.0, z_L.cycle.0.1, z_H.cycle.0, ")
+  message(FATAL_ERROR "unknown stream tap: rc ${rc}, ${err}")
 endif()
 
 execute_process(COMMAND ${EXE} ae --model ${CALM}/ae --tokens 12,50,30,27,29,27,31,11,12,27,10,35,12,29,56,2,62,7,14,31,11,56,3,29

@@ -62,13 +62,33 @@ int cmd_solve(const parsed& p) {
   const std::optional<std::int64_t> ignore = d.metadata().ignore_label_id;
   std::cout << "model: " << m.describe() << "\nhalting: " << plan.halting << "\n";
   // --dump: each supervision step's logits [rows, seq_len, vocab], q_halt and q_continue [rows], rows being
-  // the puzzles still running (their indices are the files' positions).
+  // the puzzles still running (their indices are the files' positions), and the streams after each
+  // update within the step, z_L.cycle.T.J and z_H.cycle.T [rows, prefix + seq_len, hidden].
   std::optional<fe::tap_dump> dump;
   fe::solve_step_fn on_step;
+  tap_options stream_taps;
   if (fe::wants_dump(p.options)) {
-    dump.emplace(p.options, std::vector<std::string>{"logits", "q_halt", "q_continue"});
-    const std::vector<std::string> names = fe::tap_selection(p.options, {"logits", "q_halt", "q_continue"});
+    std::vector<std::string> available{"logits", "q_halt", "q_continue"};
+    const std::vector<std::string> streams = m.stream_taps();
+    available.insert(available.end(), streams.begin(), streams.end());
+    dump.emplace(p.options, available);
+    const std::vector<std::string> names = fe::tap_selection(p.options, available);
     const auto wanted = [names](const char* n) { return names.empty() || std::find(names.begin(), names.end(), n) != names.end(); };
+    // The stream taps go to the model's callback only when some are selected: "z_L", "z_H.cycle.1", ...
+    std::vector<std::string> stream_names;
+    for (const auto& n : names)
+      if (n.compare(0, 2, "z_") == 0) stream_names.push_back(n);
+    if (names.empty() || !stream_names.empty()) {
+      stream_taps.names = stream_names;
+      stream_taps.on_tap = [&](const tap_event& e) {
+        // Rows b·S + p of the event are position p of puzzle sequences[b·S]: one [rows, S, D] array.
+        std::int64_t S = 0;
+        for (std::int64_t i = 0; i < e.rows; ++i) S = std::max(S, e.positions[i] + 1);
+        std::vector<std::int64_t> idx;
+        for (std::int64_t r = 0; r < e.rows; r += S) idx.push_back(e.sequences[r]);
+        dump->write(std::string(e.name), e.step, {std::int64_t(idx.size()), S, e.cols}, e.data, idx.data());
+      };
+    }
     on_step = [&, wanted](std::int64_t e0, const fe::trm_step_view& v) {
       const std::int64_t rows = std::int64_t(v.samples->size());
       std::vector<std::int64_t> idx;
@@ -98,7 +118,7 @@ int cmd_solve(const parsed& p) {
         bar.update(e0 + std::int64_t(pb.ids.size()), plan.puzzles);
         return true;
       },
-      on_step);
+      on_step, stream_taps);
   if (dump) std::cerr << "muninn: " << dump->finish() << "\n";
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char line[256];

@@ -272,6 +272,7 @@ class model {
   /// ([n_r, V] or [1, V]). Rows may have different lengths and positions: the GEMMs run on all rows
   /// stacked (each weight is read once per call), attention runs per row on its own cache, so each
   /// row gets exactly what it would get alone. `latents`, `given_state` and `blend` are not used here.
+  /// Taps carry each row's index r in `ctxs` as `tap_event::sequences`.
   std::vector<std::vector<float>> forward_batch(workspace_type& ws, const std::vector<context_type*>& ctxs,
                                                 const std::vector<std::vector<std::int32_t>>& ids,
                                                 const run_options& opt = {}, logits_for which = logits_for::last) const {
@@ -297,8 +298,8 @@ class model {
       for (std::size_t r = 0; r < ids.size(); ++r) {
         const std::int64_t n_r = std::int64_t(ids[r].size()) / tokens_per_position();
         if (c0 < n_r)
-          pieces.push_back(
-              make_piece(*ctxs[r], ids[r], c0, std::min(chunk, n_r - c0), out[r], which, tokens_per_position()));
+          pieces.push_back(make_piece(*ctxs[r], ids[r], c0, std::min(chunk, n_r - c0), out[r], which,
+                                      tokens_per_position(), std::int64_t(r)));
       }
       forward_pass<model>(*this, ws, pieces, opt).run();
     }
@@ -321,7 +322,7 @@ class model {
 
   // Positions c0 … c0+n−1 of `ids` (K ids each) as one piece; its logits go to the matching rows of `out`.
   static piece make_piece(context_type& ctx, const std::vector<std::int32_t>& ids, std::int64_t c0, std::int64_t n,
-                          std::vector<float>& out, logits_for which, std::int64_t K) {
+                          std::vector<float>& out, logits_for which, std::int64_t K, std::int64_t sequence = -1) {
     const std::int64_t positions = std::int64_t(ids.size()) / K;
     const std::int64_t V = std::int64_t(out.size()) / (which == logits_for::all ? positions : 1);
     piece p;
@@ -330,6 +331,7 @@ class model {
     p.n = n;
     p.offset = c0;
     p.first_of_call = c0 == 0;
+    p.sequence = sequence;
     if (which == logits_for::all) {
       p.out = out.data() + c0 * V;
       p.out_rows = n;

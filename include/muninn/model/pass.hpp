@@ -31,6 +31,10 @@ namespace muninn {
 
 namespace detail {
 template <class M>
+using decide_values_t = decltype(std::declval<M&>().decide(
+    std::declval<const typename M::value_type*>(), std::declval<const typename M::value_type*>(), std::int64_t(),
+    std::declval<std::vector<std::uint8_t>&>(), std::declval<std::vector<float>*>()));
+template <class M>
 using decide_pooled_t = decltype(std::declval<M&>().decide_pooled(
     std::declval<const typename M::value_type*>(), std::int64_t(), std::declval<const std::vector<engine::row_run>&>(),
     std::declval<std::vector<std::uint8_t>&>()));
@@ -43,6 +47,10 @@ inline constexpr bool has_write_row = detected_v<S, write_row_t>;
 /// \brief Whether a halting monitor can decide on whole runs (prefill_exit::prompt).
 template <class M>
 inline constexpr bool has_decide_pooled = detected_v<M, decide_pooled_t>;
+/// \brief Whether a halting monitor can hand back the statistic it compares with the threshold
+/// (the `halt.value` tap).
+template <class M>
+inline constexpr bool has_decide_values = detected_v<M, decide_values_t>;
 }  // namespace detail
 
 /// \brief A run of tokens of one sequence fed in a stacked call.
@@ -60,6 +68,9 @@ struct pass_piece {
   /// the first piece of a call. Later pieces of the same call (chunks of one prefill, or the
   /// one-token pieces of a prefill under an exit criterion) start from the initial state.
   bool first_of_call = true;
+  /// \brief Index of its sequence in a call that runs several (forward_batch's row), handed to
+  /// taps as `tap_event::sequences`; -1 in a single-sequence call.
+  std::int64_t sequence = -1;
 };
 
 /// \brief One stacked call of `Model` over pieces of one or more sequences.
@@ -144,9 +155,15 @@ class forward_pass {
   /// memory, row i at position rows.pos(i). Callers test tapping(name) first.
   void tap_host(std::string_view name, std::int64_t step, const float* data, const engine::active_rows& rows,
                 std::int64_t cols) const {
-    std::vector<std::int64_t> pos(std::size_t(rows.size()));
+    std::vector<std::int64_t> pos(std::size_t(rows.size())), seq;
     for (std::int64_t i = 0; i < rows.size(); ++i) pos[std::size_t(i)] = rows.pos(i);
-    opt_.taps.on_tap(tap_event{name, step, rows.size(), cols, data, pos.data()});
+    // A batched call's pieces know their sequence; a single sequence's taps leave it null.
+    const bool batched = !pieces_.empty() && pieces_.front().sequence >= 0;
+    if (batched) {
+      seq.resize(std::size_t(rows.size()));
+      for (std::int64_t i = 0; i < rows.size(); ++i) seq[std::size_t(i)] = pieces_[std::size_t(rows.seq(i))].sequence;
+    }
+    opt_.taps.on_tap(tap_event{name, step, rows.size(), cols, data, pos.data(), batched ? seq.data() : nullptr});
   }
   /// \brief tap_host for values `data` [rows.size(), cols] in backend memory (copied to the host
   /// only when the tap is wanted).
@@ -307,7 +324,7 @@ class forward_pass {
       be_.copy(ws_.checked(), x_, std::size_t(rows_.size() * m_.dims().h));
       has_checked_ = true;
     }
-    exit_converged();
+    exit_converged(s);
   }
 
   /// \brief Every piece still running emits its logits from `src` and finishes.
@@ -386,7 +403,7 @@ class forward_pass {
   }
 
   // The HaltingPolicy decides on each piece's last token; converged pieces emit, finish and leave.
-  void exit_converged() {
+  void exit_converged(std::int64_t s) {
     const std::int64_t runs = std::int64_t(rows_.runs().size());
     const value_type* logits = nullptr;
     if (halting_policy::needs_logits(hopt_)) {
@@ -394,11 +411,34 @@ class forward_pass {
       logits = ws_.logits();
     }
     std::vector<std::uint8_t> done;
-    if constexpr (detail::has_decide_pooled<monitor_type>) {
-      if (pooled_) monitor_->decide_pooled(x_, rows_.size(), rows_.runs(), done);
+    std::vector<float> values;  // the criterion's statistic per run, only for the halt.value tap
+    std::vector<float>* want = nullptr;
+    if constexpr (detail::has_decide_values<monitor_type>) {
+      if (opt_.taps.on_tap && tapping("halt.value")) want = &values;
     }
-    if (!pooled_) monitor_->decide(last_rows(x_), logits, runs, done);
+    if constexpr (detail::has_decide_pooled<monitor_type>) {
+      if (pooled_) monitor_->decide_pooled(x_, rows_.size(), rows_.runs(), done, want);
+    }
+    if (!pooled_) {
+      if constexpr (detail::has_decide_values<monitor_type>)
+        monitor_->decide(last_rows(x_), logits, runs, done, want);
+      else
+        monitor_->decide(last_rows(x_), logits, runs, done);
+    }
+    if (opt_.taps.on_tap) tap_halt(s, values, done);
     if (std::find(done.begin(), done.end(), std::uint8_t(1)) != done.end()) leave(done, logits != nullptr);
+  }
+
+  // The halt.value and halt.exited taps of check step s: one row per run (its last token, the
+  // one the test decides on), before the exiting runs leave.
+  void tap_halt(std::int64_t s, const std::vector<float>& values, const std::vector<std::uint8_t>& done) {
+    engine::active_rows out;
+    for (const auto& run : rows_.runs()) out.append(run.seq, run.pos0 + run.n - 1, 1);
+    if (!values.empty() && tapping("halt.value")) tap_host("halt.value", s, values.data(), out, 1);
+    if (tapping("halt.exited")) {
+      std::vector<float> flags(done.begin(), done.end());
+      tap_host("halt.exited", s, flags.data(), out, 1);
+    }
   }
 
   // Pieces flagged in `done` (per run) write their outputs, finish, and their rows are compacted away.

@@ -27,6 +27,11 @@ struct tap_event {
   /// \brief Position in its sequence of each row ([rows]); a routed model's recursion taps hold
   /// only the tokens that ran it, so positions say which.
   const std::int64_t* positions = nullptr;
+  /// \brief Sequence of each row ([rows]) when one call runs several: the row's index in
+  /// `model::forward_batch`'s list, the prompt's index in `generate_batch`, the puzzle's index in
+  /// the batch of a TRM / HRM solve. Null for a single-sequence call, whose rows all belong to
+  /// the one sequence.
+  const std::int64_t* sequences = nullptr;
 };
 
 /// \brief Receives the taps of a call, in the order the pass reaches them.

@@ -18,6 +18,7 @@
 /// `halting::on_host<Rule>` turns a per-token rule written on host floats into a policy.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -69,7 +70,12 @@ class criterion_monitor {
   }
 
   /// \brief Each row's statistic and decision on the backend; the byte mask is downloaded.
-  void decide(const T* x, const T* logits, std::int64_t rows, std::vector<std::uint8_t>& exit) {
+  /// \param values when not null, receives per row the value the rule compares with the threshold
+  ///        (the `halt.value` tap): the KL, relative latent change or cosine distance (exit below
+  ///        the threshold), |entropy − previous entropy| (exit below), or the run of equal
+  ///        arg-maxes (exit at or above). Downloaded only when asked for.
+  void decide(const T* x, const T* logits, std::int64_t rows, std::vector<std::uint8_t>& exit,
+              std::vector<float>* values = nullptr) {
     halt_rule_kind kind = halt_rule_kind::below;
     const float* stat = stat_.data();
     switch (c_) {
@@ -92,10 +98,29 @@ class criterion_monitor {
         be_.copy(prev_.data(), x, std::size_t(rows * h_));
         break;
     }
+    std::vector<float> before;  // entropy_change: the previous entropies, which halt_decide overwrites
+    if (values && kind == halt_rule_kind::entropy_change) {
+      before.resize(std::size_t(rows));
+      be_.download(before.data(), prev_stat_.data(), before.size());
+    }
     halt_decide(be_, kind, stat, argmax_.data(), prev_stat_.data(), prev_argmax_.data(), count_.data(), rows, thr_,
                 mask_.data());
     exit.resize(std::size_t(rows));
     be_.download(exit.data(), mask_.data(), std::size_t(rows));
+    if (values) {
+      values->resize(std::size_t(rows));
+      if (kind == halt_rule_kind::argmax_run) {
+        std::vector<std::int32_t> runs(static_cast<std::size_t>(rows));
+        be_.download(runs.data(), count_.data(), runs.size());
+        be_.synchronize();
+        std::copy(runs.begin(), runs.end(), values->begin());
+      } else {
+        be_.download(values->data(), stat, values->size());
+        be_.synchronize();
+        for (std::size_t r = 0; r < before.size(); ++r)  // as halt_decide_row measures the change: in double
+          (*values)[r] = float(std::abs(double((*values)[r]) - double(before[r])));
+      }
+    }
     be_.synchronize();
   }
 
@@ -103,8 +128,9 @@ class criterion_monitor {
   /// and cosine average their per-token statistic over each run's rows, as the reference's
   /// evaluators reduce a prompt; one byte per run. The monitor must have been started with every
   /// row, and is kept by rows.
+  /// `values`, when not null, receives each run's mean statistic (rounded to float).
   void decide_pooled(const T* x, std::int64_t rows, const std::vector<engine::row_run>& runs,
-                     std::vector<std::uint8_t>& exit) {
+                     std::vector<std::uint8_t>& exit, std::vector<float>* values = nullptr) {
     MUNINN_CHECK(uses_state(), "decide_pooled: only the state criteria average over a run");
     latent_change_rows(be_, x, prev_.data(), rows, h_, stat_.data(), cos_.data());
     be_.copy(prev_.data(), x, std::size_t(rows * h_));
@@ -112,10 +138,12 @@ class criterion_monitor {
     be_.download(v.data(), (c_ == halt_criterion::cosine ? cos_ : stat_).data(), v.size());
     be_.synchronize();
     exit.assign(runs.size(), 0);
+    if (values) values->clear();
     for (std::size_t k = 0; k < runs.size(); ++k) {
       double sum = 0;
       for (std::int64_t i = runs[k].row0; i < runs[k].row0 + runs[k].n; ++i) sum += double(v[std::size_t(i)]);
       exit[k] = sum / double(runs[k].n) < thr_;
+      if (values) values->push_back(float(sum / double(runs[k].n)));
     }
   }
   /// \brief Keeps the rows flagged in `keep`, in order.

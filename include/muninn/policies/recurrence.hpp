@@ -85,7 +85,8 @@ struct mixture {
 ///
 /// The pass provides `input()` (x), `high()`, `low()` (the streams), `high_cycles()` (T),
 /// `low_cycles()` (n), `inject(state, a[, b])` (the InjectionPolicy adds a (+ b) to the state),
-/// `run_layers(group, state)` and `emit(state)` (the heads on z_H).
+/// `run_layers(group, state)`, `emit(state)` (the heads on z_H), and `tap_low(t, j)` /
+/// `tap_high(t)` (the taps of the streams after each update; no-ops without a tap callback).
 struct two_stream {
   using slot = muninn::slot::recurrence;             ///< fills the Recurrence slot
   static constexpr const char* name = "two_stream";  ///< spelling used in messages
@@ -97,9 +98,11 @@ struct two_stream {
       for (std::int64_t i = 0; i < p.low_cycles(); ++i) {
         p.inject(p.low(), p.high(), p.input());     // z_L = z_L + z_H + x
         p.run_layers(layer_group::core, p.low());   // z_L = L_net(z_L)
+        p.tap_low(t, i);                            // the z_L.cycle.t.i tap
       }
       p.inject(p.high(), p.low());                  // z_H = z_H + z_L   (no x)
       p.run_layers(high_net, p.high());             // z_H = H_net(z_H)  (TRM: the same net)
+      p.tap_high(t);                                // the z_H.cycle.t tap
     }
     p.emit(p.high());                               // logits from z_H, q from z_H at position 0
   }

@@ -218,7 +218,8 @@ std::vector<std::int32_t> generate_greedy(const Model& m, const std::vector<std:
 /// \brief Generates for several prompts of different lengths at once. Every decode step stacks the
 /// live rows into one model call (weights read once for the whole batch); each row keeps its own
 /// KV cache and sampler, so each row produces exactly what `generate` produces for it alone.
-/// Self-speculative decoding is single-sequence only.
+/// Self-speculative decoding is single-sequence only. Taps (`opt.run.taps`) carry each row's
+/// prompt index as `tap_event::sequences`.
 template <class Model>
 std::vector<generate_result> generate_batch(const Model& m, const std::vector<std::vector<std::int32_t>>& prompts,
                                             const generate_options& opt) {
@@ -254,6 +255,17 @@ std::vector<generate_result> generate_batch(const Model& m, const std::vector<st
   std::vector<std::int32_t> used;
   run_options run = opt.run;
   run.steps_used = nullptr;
+  if (opt.run.taps.on_tap) {
+    // forward_batch numbers the rows of each call; the caller's taps name the prompts instead.
+    run.taps.on_tap = [&live_idx, &user = opt.run.taps.on_tap](const tap_event& e) {
+      if (!e.sequences) return user(e);
+      std::vector<std::int64_t> seq(std::size_t(e.rows));
+      for (std::int64_t i = 0; i < e.rows; ++i) seq[std::size_t(i)] = std::int64_t(live_idx[std::size_t(e.sequences[i])]);
+      tap_event mapped = e;
+      mapped.sequences = seq.data();
+      user(mapped);
+    };
+  }
   while (!live.empty()) {
     const auto logits = m.forward_batch(ws, live, feed, run, logits_for::last);
     std::vector<typename Model::context_type*> next_live;

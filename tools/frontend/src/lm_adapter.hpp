@@ -284,6 +284,7 @@ class lm_model final : public loaded_model {
       for (std::size_t j = 0; j < m_.layers(g).size(); ++j)
         t.push_back(std::string(forward_pass<Model>::group_name(g)) + ".layer." + std::to_string(j));
       if (g == layer_group::core && recurrent()) t.push_back("state");
+
       if (g == layer_group::core && routed) {
         const bool token = std::string(Model::router_policy::name) == "token_choice";
         for (const char* r : token ? std::vector<const char*>{"router.logits", "router.probs", "router.gates", "router.depths"}
@@ -293,6 +294,10 @@ class lm_model final : public loaded_model {
     }
     t.push_back("head.input");
     t.push_back("logits");
+    if (recurrent() && Model::halting_policy::early_exit) {  // at the steps an exit criterion checks
+      t.push_back("halt.value");
+      t.push_back("halt.exited");
+    }
     return t;
   }
 

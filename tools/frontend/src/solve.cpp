@@ -89,7 +89,7 @@ solve_plan plan_solve(const trm_extras& m, const option_values& o, std::int64_t 
 
 solve_report run_solve(trm_extras& m, const solve_plan& plan, const batch_source& source,
                        const std::optional<std::int64_t>& ignore, const solve_batch_fn& on_batch,
-                       const solve_step_fn& on_step) {
+                       const solve_step_fn& on_step, const tap_options& taps) {
   solve_report r;
   const std::int64_t L = m.seq_len();
   for (std::int64_t e0 = 0; e0 < plan.puzzles; e0 += plan.batch) {
@@ -97,7 +97,18 @@ solve_report run_solve(trm_extras& m, const solve_plan& plan, const batch_source
     const puzzle_batch b = source(e0, e1);
     std::function<void(const trm_step_view&)> step;
     if (on_step) step = [&](const trm_step_view& v) { on_step(e0, v); };
-    const trm_solution s = m.solve(b.inputs, b.ids, plan.halt, step);
+    tap_options batch_taps;
+    if (taps.on_tap) {  // batch indices → indices in the set
+      batch_taps.names = taps.names;
+      batch_taps.on_tap = [&](const tap_event& e) {
+        std::vector<std::int64_t> seq(std::size_t(e.rows));
+        for (std::int64_t i = 0; i < e.rows; ++i) seq[std::size_t(i)] = e0 + (e.sequences ? e.sequences[i] : 0);
+        tap_event moved = e;
+        moved.sequences = seq.data();
+        taps.on_tap(moved);
+      };
+    }
+    const trm_solution s = m.solve(b.inputs, b.ids, plan.halt, step, batch_taps);
     for (std::int64_t i = 0; i < e1 - e0; ++i) {
       const std::int32_t* pred = s.preds.data() + i * L;
       const puzzle_score score = score_puzzle(pred, b.labels[std::size_t(i)], ignore);

@@ -54,8 +54,19 @@ class trm_loaded final : public loaded_model, public trm_extras {
                m_.parameter_count(), " parameters, checkpoint ", std::filesystem::path(m_.step_file()).filename().string());
   }
 
+  std::vector<std::string> stream_taps() const override {
+    std::vector<std::string> names;
+    for (std::int64_t t = 0; t < m_.config().H_cycles; ++t) {
+      for (std::int64_t j = 0; j < m_.config().L_cycles; ++j)
+        names.push_back(str("z_L.cycle.", t, ".", j));
+      names.push_back(str("z_H.cycle.", t));
+    }
+    return names;
+  }
+
   trm_solution solve(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& ids,
-                     const trm_halt_choice& halt, const std::function<void(const trm_step_view&)>& on_step) override {
+                     const trm_halt_choice& halt, const std::function<void(const trm_step_view&)>& on_step,
+                     const tap_options& taps) override {
     const trm_config& c = m_.config();
     if (std::int64_t(inputs.size()) != std::int64_t(ids.size()) * c.seq_len)
       fail_as(error_kind::usage, "trm solve: ", inputs.size(), " input tokens for ", ids.size(), " puzzles of seq_len ",
@@ -79,7 +90,8 @@ class trm_loaded final : public loaded_model, public trm_extras {
     };
     // Without a step callback only the halt bytes leave the backend until a puzzle stops.
     const auto run = [&](const auto& policy) {
-      return on_step ? m_.solve(inputs, ids, policy, step) : m_.solve(inputs, ids, policy);
+      return on_step ? m_.solve(inputs, ids, policy, step, taps)
+                     : m_.solve(inputs, ids, policy, muninn::detail::trm_no_step_callback{}, taps);
     };
     trm_result r;
     if (!halt.learned)

@@ -179,11 +179,12 @@ class trm_model {
   }
 
   /// \brief One supervision step for every active sample of `c`; returns their outputs (logits
-  /// and q values downloaded: the caller asked for them).
-  trm_step_output step(carry_type& c) {
+  /// and q values downloaded: the caller asked for them). `taps` receives the streams after each
+  /// update (z_L.cycle.T.J, z_H.cycle.T: docs/taps.md).
+  trm_step_output step(carry_type& c, const tap_options& taps = {}) {
     trm_step_output out;
     if (c.active() == 0) return out;
-    advance(c);
+    advance(c, taps);
     download_outputs(c.active(), out);
     return out;
   }
@@ -217,9 +218,12 @@ class trm_model {
   /// \param puzzle_identifiers [B] rows of the puzzle table
   /// \param policy   when a sample stops
   /// \param on_step  called after every step as on_step(step, active samples, outputs)
+  /// \param taps     the streams z_L and z_H after each update within a step (z_L.cycle.T.J,
+  ///                 z_H.cycle.T; docs/taps.md), tap_event::step the 0-based supervision step;
+  ///                 without a callback nothing is copied
   template <class Halting, class OnStep>
   trm_result solve(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& puzzle_identifiers,
-                   const Halting& policy, OnStep&& on_step) {
+                   const Halting& policy, OnStep&& on_step, const tap_options& taps = {}) {
     constexpr bool on_device = muninn::detail::detected_v<Halting, muninn::detail::trm_rule_t>;
     constexpr bool callback = !std::is_same_v<std::decay_t<OnStep>, muninn::detail::trm_no_step_callback>;
     const trm_config& cfg = config();
@@ -236,7 +240,7 @@ class trm_model {
     std::vector<std::uint8_t> halt;
     for (std::int64_t s = 1; s <= N && c.active() > 0; ++s) {
       const std::int64_t n = c.active();
-      advance(c);
+      advance(c, taps);
       trm_step_output o;  // every output of this step, only when someone reads them on the host
       if (callback || !on_device) download_outputs(n, o);
       if constexpr (on_device) {
@@ -275,11 +279,14 @@ class trm_model {
   }
 
   // One supervision step on the active samples: the streams advance, the heads' logits and q
-  // stay in the workspace.
-  void advance(carry_type& c) {
+  // stay in the workspace. The samples of a carry step together, so the first one's count is
+  // the step's index.
+  void advance(carry_type& c, const tap_options& taps) {
     const std::int64_t n = c.active();
+    const std::int64_t step = c.steps[std::size_t(c.sample.front())];
     visit([&](const auto& m) {
       trm_pass<std::decay_t<decltype(m)>> p(m, ws_, c.zH.data(), c.zL.data(), static_cast<const T*>(c.x.data()), n);
+      p.set_taps(&taps, step, &c.sample);
       p.run();
     });
     for (const std::int64_t b : c.sample) ++c.steps[std::size_t(b)];

@@ -11,12 +11,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "muninn/engine/kv_cache.hpp"
 #include "muninn/engine/kv_views.hpp"
 #include "muninn/engine/layer_dims.hpp"
 #include "muninn/engine/rows.hpp"
+#include "muninn/engine/transfer.hpp"
 #include "muninn/families/trm/config.hpp"
+#include "muninn/model/taps.hpp"
 #include "muninn/nn/layer.hpp"
 #include "muninn/ops/ops.hpp"
 #include "muninn/policies/head.hpp"
@@ -90,6 +94,15 @@ class trm_pass {
       : m_(m), be_(m.backend()), ws_(ws), zH_(zH), zL_(zL), x_(x), n_(n),
         rows_(ws.rows(n, m.config().total_len())) {}
 
+  /// \brief Hands the streams after each update to `taps` (z_L.cycle.T.J, z_H.cycle.T) as
+  /// supervision step `step`, row block b belonging to batch sample `samples[b]`. Without a
+  /// callback nothing is built or copied.
+  void set_taps(const tap_options* taps, std::int64_t step, const std::vector<std::int64_t>* samples) {
+    taps_ = taps && taps->on_tap ? taps : nullptr;
+    step_ = step;
+    samples_ = samples;
+  }
+
   /// \brief Runs the Arch's schedule.
   void run() { arch_type::recurrence_policy::run(*this); }
 
@@ -130,6 +143,15 @@ class trm_pass {
           be_, m_.layer_at(group, 0, std::int64_t(j)), m_.dims(), state, rows_, kv, rope, s);
   }
 
+  /// \brief After z_L's update j of outer cycle t: the z_L.cycle.t.j tap.
+  void tap_low(std::int64_t t, std::int64_t j) {
+    if (taps_) tap_stream("z_L.cycle." + std::to_string(t) + "." + std::to_string(j), zL_);
+  }
+  /// \brief After z_H's update in outer cycle t: the z_H.cycle.t tap.
+  void tap_high(std::int64_t t) {
+    if (taps_) tap_stream("z_H.cycle." + std::to_string(t), zH_);
+  }
+
   /// \brief The heads on z_H: logits [n·S, V] for every position (the caller drops the prefix)
   /// and q [n, 2] from position 0, in the workspace.
   void emit(value_type* zH) {
@@ -144,6 +166,20 @@ class trm_pass {
   }
 
  private:
+  // A stream [n·S, D] to the callback: row b·S + p is position p of sample samples[b].
+  void tap_stream(const std::string& name, const value_type* z) const {
+    if (!taps_->wants(name)) return;
+    const std::int64_t S = m_.config().total_len(), D = m_.dims().h, rows = n_ * S;
+    std::vector<float> host(std::size_t(rows * D));
+    engine::download_floats(be_, z, rows * D, host.data());
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(rows)), seq(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      pos[std::size_t(r)] = r % S;
+      seq[std::size_t(r)] = samples_ ? (*samples_)[std::size_t(r / S)] : r / S;
+    }
+    taps_->on_tap(tap_event{name, step_, rows, D, host.data(), pos.data(), seq.data()});
+  }
+
   const Model& m_;
   const backend_type& be_;
   trm_workspace<backend_type, value_type>& ws_;
@@ -152,6 +188,9 @@ class trm_pass {
   const value_type* x_;
   std::int64_t n_;
   const engine::active_rows& rows_;
+  const tap_options* taps_ = nullptr;  // set only when a callback is
+  std::int64_t step_ = -1;
+  const std::vector<std::int64_t>* samples_ = nullptr;
 };
 
 }  // namespace muninn

@@ -19,6 +19,7 @@
 
 #include "muninn/frontend/batch.hpp"
 #include "muninn/frontend/options.hpp"
+#include "muninn/model/taps.hpp"
 
 namespace muninn::io {
 class tokenizer;
@@ -246,10 +247,15 @@ class trm_extras {
   /// \brief The run's dataset folder, found from all_config.yaml's data path as the loader finds
   /// it (from the run folder up through its parents); a config error when it is not there.
   virtual std::string dataset_dir() const = 0;
-  /// \brief Solves a batch: `inputs` [B, seq_len], `puzzle_ids` [B]; `on_step` after every step.
+  /// \brief The taps of the streams within a supervision step: z_L.cycle.T.J and z_H.cycle.T
+  /// for every outer cycle T and inner update J (docs/taps.md).
+  virtual std::vector<std::string> stream_taps() const = 0;
+  /// \brief Solves a batch: `inputs` [B, seq_len], `puzzle_ids` [B]; `on_step` after every step;
+  /// `taps` receives the streams after each update (stream_taps(); tap_event::sequences holds
+  /// each row's index in the batch).
   virtual trm_solution solve(const std::vector<std::int32_t>& inputs, const std::vector<std::int32_t>& puzzle_ids,
-                             const trm_halt_choice& halt,
-                             const std::function<void(const trm_step_view&)>& on_step = {}) = 0;
+                             const trm_halt_choice& halt, const std::function<void(const trm_step_view&)>& on_step = {},
+                             const tap_options& taps = {}) = 0;
 };
 
 }  // namespace muninn::frontend

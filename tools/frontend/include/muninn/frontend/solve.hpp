@@ -83,9 +83,11 @@ using solve_batch_fn = std::function<bool(std::int64_t e0, const puzzle_batch& b
 using solve_step_fn = std::function<void(std::int64_t e0, const trm_step_view& v)>;
 
 /// \brief Runs `plan` over puzzles from `source` (labels equal to `ignore` do not count);
-/// `on_step` sees every supervision step when set.
+/// `on_step` sees every supervision step when set; `taps` the streams within each step
+/// (trm_extras::stream_taps), their tap_event::sequences being each row's puzzle index in the
+/// set (the batch's first index added).
 solve_report run_solve(trm_extras& m, const solve_plan& plan, const batch_source& source,
                        const std::optional<std::int64_t>& ignore, const solve_batch_fn& on_batch = {},
-                       const solve_step_fn& on_step = {});
+                       const solve_step_fn& on_step = {}, const tap_options& taps = {});
 
 }  // namespace muninn::frontend

@@ -87,6 +87,7 @@ class tap_dump {
       b.add("file", f.file).add("name", f.name).add("step", f.step).add("call", f.call);
       b.add("shape", io::json_array(f.shape)).add("dtype", "float32");
       b.add("positions", io::json_array(f.positions));
+      if (!f.sequences.empty()) b.add("sequences", io::json_array(f.sequences));
       files.push_back(b.build());
     }
     io::json_object_builder root;
@@ -102,14 +103,17 @@ class tap_dump {
 
  /// \brief Writes one tap: `data` of `shape` (row-major), row i belonging to `positions[i]`
   /// (token positions; sample indices for a puzzle batch) when given.
+  /// `sequences`, when given, says each row's sequence in a call that ran several
+  /// (tap_event::sequences); taps.json lists them beside the positions.
   void write(const std::string& name, std::int64_t step, const std::vector<std::int64_t>& shape, const float* data,
-             const std::int64_t* positions = nullptr) {
+             const std::int64_t* positions = nullptr, const std::int64_t* sequences = nullptr) {
     entry f;
     f.name = name;
     f.step = step;
     f.call = calls_[{f.name, f.step}]++;
     f.shape = shape;
     if (positions && !shape.empty()) f.positions.assign(positions, positions + shape[0]);
+    if (sequences && !shape.empty()) f.sequences.assign(sequences, sequences + shape[0]);
     f.file = f.name + (f.step >= 0 ? ".step" + std::to_string(f.step) : std::string()) + "." + std::to_string(f.call) +
              ".npy";
     io::write_npy(dir_ + "/" + f.file, data, shape);
@@ -120,10 +124,12 @@ class tap_dump {
   struct entry {
     std::string file, name;
     std::int64_t step = -1, call = 0;
-    std::vector<std::int64_t> shape, positions;
+    std::vector<std::int64_t> shape, positions, sequences;
   };
 
-  void record(const tap_event& e) { write(std::string(e.name), e.step, {e.rows, e.cols}, e.data, e.positions); }
+  void record(const tap_event& e) {
+    write(std::string(e.name), e.step, {e.rows, e.cols}, e.data, e.positions, e.sequences);
+  }
 
   std::string dir_;
   std::vector<std::string> names_;
