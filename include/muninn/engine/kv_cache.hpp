@@ -41,6 +41,11 @@ struct context_limits {
 /// A plain stack keeps all its layers in the prelude.
 enum class layer_group { prelude, core, coda };
 
+/// \brief A layer group's name: "prelude", "core" or "coda" (tap names, messages).
+inline const char* layer_group_name(layer_group g) {
+  return g == layer_group::prelude ? "prelude" : g == layer_group::core ? "core" : "coda";
+}
+
 /// \brief The layer counts and key/value width a cache is laid out for.
 struct kv_layout {
   std::int64_t prelude = 0;  ///< layers run once before the recurrence

@@ -127,11 +127,13 @@ class model {
     if (format == weight_format::f32) return;
     MUNINN_CHECK(format_ == weight_format::f32, "store_weights_as: the weights are already ", weight_format_name(format_));
     detail::weight_converter c(be_, format);
-    const char* names[3] = {"prelude", "core", "coda"};
-    std::vector<layer_weights<Backend, T>>* groups[3] = {&w_.prelude, &w_.core, &w_.coda};
-    for (int g = 0; g < 3; ++g)
-      for (std::size_t j = 0; j < groups[g]->size(); ++j)
-        c.layer((*groups[g])[j], dims_, std::string(names[g]) + " layer " + std::to_string(j));
+    for (layer_group g : {layer_group::prelude, layer_group::core, layer_group::coda}) {
+      std::vector<layer_weights<Backend, T>>& group = g == layer_group::prelude ? w_.prelude
+                                                     : g == layer_group::core   ? w_.core
+                                                                                : w_.coda;
+      for (std::size_t j = 0; j < group.size(); ++j)
+        c.layer(group[j], dims_, std::string(layer_group_name(g)) + " layer " + std::to_string(j));
+    }
     if constexpr (detail::has_recursion_layers<weights_type>)
       for (std::size_t j = 0; j < w_.recursion_layers.size(); ++j)
         c.layer(w_.recursion_layers[j], dims_, "recursion layer " + std::to_string(j));

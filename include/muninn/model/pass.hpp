@@ -254,16 +254,12 @@ class forward_pass {
           be_, m_.layer_at(group, step, std::int64_t(j)), m_.dims(), buf, rows, kv, m_.weights().rope.data(),
           ws_.scratch());
       if (opt_.taps.on_tap) {
-        const std::string name = std::string(group_name(group)) + ".layer." + std::to_string(j);
+        const std::string name = std::string(layer_group_name(group)) + ".layer." + std::to_string(j);
         tap_rows(name, group == layer_group::core ? step : -1, buf, rows, m_.dims().h);
       }
     }
   }
 
-  /// \brief The tap name of a layer group: "prelude", "core" or "coda".
-  static const char* group_name(layer_group g) {
-    return g == layer_group::prelude ? "prelude" : g == layer_group::core ? "core" : "coda";
-  }
 
   /// \brief Applies `run_options::blend` to the prelude output (a no-op unless asked for). The
   /// blend is a small host-side step: only the parallel sampler uses it, on a wave of rows.

@@ -282,7 +282,7 @@ class lm_model final : public loaded_model {
     std::vector<std::string> t = {"embeddings"};
     for (layer_group g : {layer_group::prelude, layer_group::core, layer_group::coda}) {
       for (std::size_t j = 0; j < m_.layers(g).size(); ++j)
-        t.push_back(std::string(forward_pass<Model>::group_name(g)) + ".layer." + std::to_string(j));
+        t.push_back(std::string(layer_group_name(g)) + ".layer." + std::to_string(j));
       if (g == layer_group::core && recurrent()) t.push_back("state");
 
       if (g == layer_group::core && routed) {
