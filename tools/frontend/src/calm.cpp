@@ -267,8 +267,8 @@ class calm_loaded final : public loaded_model {
   std::vector<tap_spec> taps() const override {
     std::vector<tap_spec> t = {{"embeddings", "the chunk compressor's output (the backbone's input), float32 [chunks, hidden]"}};
     for (std::int64_t j = 0; j < m_.config().backbone.n_layers_in_prelude; ++j)
-      t.push_back({"prelude.layer." + std::to_string(j), "the output of backbone layer " + std::to_string(j) +
-                                                             ", float32 [chunks, hidden]"});
+      t.push_back({std::string(layer_group_name(layer_group::prelude)) + ".layer." + std::to_string(j),
+                   "the output of backbone layer " + std::to_string(j) + ", float32 [chunks, hidden]"});
     t.push_back({"head.input", "the backbone's last hidden states before the final norm, float32 [chunks, hidden]"});
     t.push_back({"logits", "the normalised hidden states that feed the energy head (the result), float32 [chunks, hidden]"});
     return t;
