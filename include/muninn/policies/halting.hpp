@@ -70,6 +70,10 @@ class criterion_monitor {
   }
 
   /// \brief Each row's statistic and decision on the backend; the byte mask is downloaded.
+  /// \param x      the rows' states [rows, h] after this step (the state criteria read them)
+  /// \param logits their logits [rows, V] (the distribution criteria read them)
+  /// \param rows   rows of this check
+  /// \param exit   receives one byte per row: 1 where the row exits
   /// \param values when not null, receives per row the value the rule compares with the threshold
   ///        (the `halt.value` tap): the KL, relative latent change or cosine distance (exit below
   ///        the threshold), |entropy − previous entropy| (exit below), or the run of equal
