@@ -7,7 +7,7 @@ the old one": build the old commit beside the new one and compare.
         -DMUNINN_ENABLE_CUDA=OFF && cmake --build /tmp/old/build --target bench_host_model bench_host_runtime
     python3 tools/bench/compare_builds.py --old /tmp/old/build --new build/host --bench bench_host_model --rounds 5
 
-Threads: OMP_NUM_THREADS (default 1). Best of `--rounds` alternating runs, so a burst of noise on
+Threads: `--threads`, else OMP_NUM_THREADS, else 1 (set as OMP_NUM_THREADS and MUNINN_NUM_THREADS). Best of `--rounds` alternating runs, so a burst of noise on
 a shared machine hits both builds alike.
 """
 import argparse
@@ -23,14 +23,17 @@ def main():
     ap.add_argument("--new", required=True, help="build directory under test")
     ap.add_argument("--bench", required=True, help="benchmark binary name under benchmarks/")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--filter", default="", help="--benchmark_filter for both builds (e.g. the benchmarks both have)")
     ap.add_argument("--threads", default=os.environ.get("OMP_NUM_THREADS", "1"))
     args = ap.parse_args()
-    env = dict(os.environ, OMP_NUM_THREADS=args.threads)
+    env = dict(os.environ, OMP_NUM_THREADS=args.threads, MUNINN_NUM_THREADS=args.threads)
     best = collections.defaultdict(dict)
     for _ in range(args.rounds):
         for label, build in (("old", args.old), ("new", args.new)):
-            out = subprocess.run([os.path.join(build, "benchmarks", args.bench), "--benchmark_min_time=0.3",
-                                  "--benchmark_format=json"], env=env, capture_output=True, text=True, check=True)
+            cmd = [os.path.join(build, "benchmarks", args.bench), "--benchmark_min_time=0.3", "--benchmark_format=json"]
+            if args.filter:
+                cmd.append("--benchmark_filter=" + args.filter)
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             for b in json.loads(out.stdout)["benchmarks"]:
                 t = b["real_time"]
                 best[b["name"]][label] = min(best[b["name"]].get(label, t), t)
