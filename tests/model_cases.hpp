@@ -63,6 +63,7 @@
 #include "muninn/families/trm/model.hpp"
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/calm_generate.hpp"
+#include "test_calm_util.hpp"
 #include "test_model_util.hpp"
 #include "test_mor_util.hpp"
 #include "test_trm_util.hpp"
@@ -242,20 +243,11 @@ TYPED_TEST_P(ModelCases, MorTokenChoiceSigmoid) { mor_fixture<TypeParam, muninn:
 
 // -------------------------------------------------------------------------------------- CALM
 
-/// tests/data/calm (tools/reference/calm_ref.py): a two-layer backbone (the .bin with the
-/// autoencoder embedded), its autoencoder and the reference's outputs.
-inline const std::string calm_data = std::string(MUNINN_TEST_DATA) + "/calm/";
-
-inline const muninn::io::json& calm_expected() {
-  static const muninn::io::json j = muninn::io::read_json_file(calm_data + "expected.json");
-  return j;
-}
-
-inline std::vector<float> floats_of(const muninn::io::json& arr) {
-  std::vector<float> v;
-  for (const auto& x : arr.as_array()) v.push_back(float(x.as_double()));
-  return v;
-}
+// tests/data/calm (tools/reference/calm_ref.py): a two-layer backbone (the .bin with the
+// autoencoder embedded), its autoencoder and the reference's outputs (test_calm_util.hpp).
+using muninn_test::calm_data;
+using muninn_test::calm_expected;
+using muninn_test::floats_of;
 
 template <class Config>
 using calm_of = muninn::calm_model<typename Config::backend, typename Config::storage>;
@@ -329,12 +321,7 @@ TYPED_TEST_P(ModelCases, CalmGenerationsAtEveryTemperatureAndSampler) {
   auto m = calm_fixture_model<TypeParam>();
   for (const auto& c : calm_expected().at("generate").as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
-    calm_generate_options o;
-    o.temperature = c.at("temperature").as_double();
-    o.sampler = c.at("sampler").as_string() == "exact" ? calm_sampler::exact : calm_sampler::approximate;
-    if (const io::json* n = c.find("num_samples")) o.num_samples = n->as_int();
-    o.seed = std::uint64_t(c.at("seed").as_int());
-    o.max_length = c.at("max_length").as_int();
+    const calm_generate_options o = muninn_test::calm_generate_options_of(c);
     const calm_generation g = generate_calm(m, ids_of(c.at("prompt")), o);
     EXPECT_EQ(g.padded, ids_of(c.at("full")));
     EXPECT_EQ(g.ids, ids_of(c.at("output")));

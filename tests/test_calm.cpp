@@ -21,6 +21,7 @@
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/calm_brier.hpp"
 #include "muninn/runtime/calm_generate.hpp"
+#include "test_calm_util.hpp"
 #include "test_io_util.hpp"
 #include "test_util.hpp"
 
@@ -203,15 +204,9 @@ TEST_F(CalmRandom, GenerationPadsThePromptRemovesPadsAndStopsAtMaxLength) {
 
 // ---------------------------------------------------------------- against tools/reference/calm_ref.py
 
-namespace {
-
-const std::string calm_data = std::string(MUNINN_TEST_DATA) + "/calm/";
-const io::json& expected_json() {
-  static const io::json j = io::read_json_file(calm_data + "expected.json");
-  return j;
-}
-
-}  // namespace
+using muninn_test::calm_data;
+using muninn_test::floats_of;
+using muninn_test::calm_expected;
 
 TEST(CalmReference, TheReleasedLayoutsLoad) {
   // calm/: .bin with the autoencoder embedded and the head under both prefixes (one storage);
@@ -219,7 +214,7 @@ TEST(CalmReference, TheReleasedLayoutsLoad) {
   EXPECT_NE(muninn_test::error_of([] { calm::load(calm_data + "calm"); }).find("--ae DIR"), std::string::npos);
   calm bin = calm::load(calm_data + "calm", calm_data + "ae");
   calm st = calm::load(calm_data + "calm_safetensors", calm_data + "ae");  // no embedded autoencoder
-  const auto ids = muninn_test::ids_of(expected_json().at("ids"));
+  const auto ids = muninn_test::ids_of(calm_expected().at("ids"));
   auto c1 = bin.make_context(6);
   auto c2 = st.make_context(6);
   EXPECT_EQ(bin.hidden(c1, ids), st.hidden(c2, ids));
@@ -242,7 +237,7 @@ calm& fixture_model() {
 TEST(CalmReference, GenerateServesTheCalmArchAsTheReferenceGenerates) {
   calm& m = fixture_model();
   const std::int64_t K = m.patch_size();
-  for (const auto& c : expected_json().at("generate").as_array()) {
+  for (const auto& c : calm_expected().at("generate").as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
     std::vector<std::int32_t> padded = muninn_test::ids_of(c.at("prompt"));
     padded.resize((padded.size() + std::size_t(K) - 1) / std::size_t(K) * std::size_t(K),
@@ -315,11 +310,6 @@ TEST(CalmReference, GivenNoiseAtTemperatureOneEqualsTheStreamItReplaces) {
 
 namespace {
 constexpr double kTol = 1e-4;  // fp32, as the fixture's "tolerances.float" states
-std::vector<float> floats_of(const io::json& arr) {
-  std::vector<float> v;
-  for (const auto& x : arr.as_array()) v.push_back(float(x.as_double()));
-  return v;
-}
 
 // Every tap of a run, keyed "name@step", rows appended over the calls that reached it.
 struct tap_log {
@@ -343,7 +333,7 @@ struct tap_log {
 // embed_proj, the last layer's output is head.input, and RMSNorm of head.input with the backbone's
 // final norm weight (written out here) is the logits tap, which is the call's result.
 TEST(CalmReference, BackboneTapsAreTheReferencesTensors) {
-  const io::json& e = expected_json();
+  const io::json& e = calm_expected();
   calm& m = fixture_model();
   tap_log log;
   run_options run;
@@ -377,14 +367,9 @@ TEST(CalmReference, BackboneTapsAreTheReferencesTensors) {
 TEST(CalmReference, GenerationTapsFollowTheReferenceStepByStep) {
   calm& m = fixture_model();
   const std::int64_t K = m.patch_size(), l = m.config().latent_size, V = m.config().backbone.vocab_size;
-  for (const auto& c : expected_json().at("generate").as_array()) {
+  for (const auto& c : calm_expected().at("generate").as_array()) {
     SCOPED_TRACE(c.at("name").as_string());
-    calm_generate_options o;
-    o.temperature = c.at("temperature").as_double();
-    o.sampler = c.at("sampler").as_string() == "exact" ? calm_sampler::exact : calm_sampler::approximate;
-    if (const io::json* n = c.find("num_samples")) o.num_samples = n->as_int();
-    o.seed = std::uint64_t(c.at("seed").as_int());
-    o.max_length = c.at("max_length").as_int();
+    calm_generate_options o = muninn_test::calm_generate_options_of(c);
     const std::vector<std::int32_t> prompt = muninn_test::ids_of(c.at("prompt"));
     const calm_generation plain = generate_calm(m, prompt, o);
     tap_log log;
@@ -405,8 +390,9 @@ TEST(CalmReference, GenerationTapsFollowTheReferenceStepByStep) {
       EXPECT_LE(muninn_test::max_abs_diff(row, floats_of(steps[s].at("hidden"))), kTol);
       const std::vector<float>& samples = log.values.at("head.samples" + at);
       EXPECT_EQ(std::int64_t(samples.size()), tapped.draws[s] * l);
-      if (const io::json* pool = steps[s].find("pool"))
+      if (const io::json* pool = steps[s].find("pool")) {
         EXPECT_EQ(m.autoencoder().decode(samples), muninn_test::ids_of(*pool));
+      }
       const std::vector<float>& logits = log.values.at("ae.logits" + at);
       ASSERT_EQ(std::int64_t(logits.size()), K * V);
       std::vector<std::int32_t> picked;
@@ -451,8 +437,8 @@ TEST(CalmReference, GivenDrawsThatDoNotFitAreOneError) {
 }
 
 TEST(CalmReference, BrierOfTheTeacherForcedSequence) {
-  const io::json& b = expected_json().at("brier");
-  const brier_values got = calm_brier_block(fixture_model(), muninn_test::ids_of(expected_json().at("ids")),
+  const io::json& b = calm_expected().at("brier");
+  const brier_values got = calm_brier_block(fixture_model(), muninn_test::ids_of(calm_expected().at("ids")),
                                             brier_draws{std::uint64_t(b.at("seed").as_int()), 0})
                                .means();
   for (int n = 0; n < 4; ++n)
