@@ -74,6 +74,20 @@ error_stats compare(const std::vector<float>& want, const std::vector<float>& go
   return s;
 }
 
+// Logits `got` in format `f` against fp32 `want` ([rows, V]): prints the figures and checks them
+// against the family's bounds (and that the format changed something at all).
+void expect_within(const std::string& what, weight_format f, const std::vector<float>& want,
+                   const std::vector<float>& got, std::int64_t V, const bounds& b) {
+  ASSERT_EQ(got.size(), want.size());
+  const error_stats e = compare(want, got, V);
+  std::printf("[ measured ] %s %s: max|dlogit| %.3g, KL %.3g, argmax agreement %.3f\n", what.c_str(),
+              weight_format_name(f), e.max_abs, e.kl, e.agree);
+  EXPECT_GT(e.max_abs, 0.0) << "the format changed nothing: the converted matrices are not read";
+  EXPECT_LE(e.max_abs, b.max_abs);
+  EXPECT_LE(e.kl, b.kl);
+  EXPECT_GE(e.agree, b.agree);
+}
+
 std::vector<std::int32_t> prompt(std::int64_t V) {
   std::vector<std::int32_t> ids;
   for (std::int32_t i = 0; i < 24; ++i) ids.push_back(std::int32_t((i * 37 + 5) % V));
@@ -103,14 +117,7 @@ void check_format(const std::string& dir, weight_format f, const bounds& b) {
   EXPECT_LT(m.weight_bytes(), ref.weight_bytes());
   EXPECT_NE(m.output_converted(), nullptr) << "the output matrix stayed fp32";
   const std::vector<float> got = m.forward(ids, zero_state());
-  ASSERT_EQ(got.size(), want.size());
-  const error_stats e = compare(want, got, V);
-  std::printf("[ measured ] %s %s: max|dlogit| %.3g, KL %.3g, argmax agreement %.3f\n", dir.c_str(),
-              weight_format_name(f), e.max_abs, e.kl, e.agree);
-  EXPECT_GT(e.max_abs, 0.0) << "the format changed nothing: the converted matrices are not read";
-  EXPECT_LE(e.max_abs, b.max_abs);
-  EXPECT_LE(e.kl, b.kl);
-  EXPECT_GE(e.agree, b.agree);
+  expect_within(dir, f, want, got, V, b);
 
   host_backend three;
   three.num_threads = 3;
@@ -144,9 +151,8 @@ void check_trm(const std::string& name, weight_format f, const bounds& b) {
   using trm = trm_model<host_backend, float>;
   SCOPED_TRACE(name + " " + weight_format_name(f));
   const muninn_test::trm_case c(name);
-  const trm ref = trm::load(c.folder());
-  trm ref_run = trm::load(c.folder());
-  const trm_result want = ref_run.solve(c.inputs, c.ids, trm_halting::fixed{3});
+  trm ref = trm::load(c.folder());
+  const trm_result want = ref.solve(c.inputs, c.ids, trm_halting::fixed{3});
 
   host_backend one;
   one.num_threads = 1;
@@ -156,14 +162,7 @@ void check_trm(const std::string& name, weight_format f, const bounds& b) {
   EXPECT_LT(m.weight_bytes(), ref.weight_bytes());
   EXPECT_TRUE(m.visit([](const auto& x) { return x.output_converted() != nullptr; })) << "lm_head stayed fp32";
   const trm_result got = m.solve(c.inputs, c.ids, trm_halting::fixed{3});
-  ASSERT_EQ(got.logits.size(), want.logits.size());
-  const error_stats e = compare(want.logits, got.logits, c.V);
-  std::printf("[ measured ] trm/%s %s: max|dlogit| %.3g, KL %.3g, argmax agreement %.3f\n", name.c_str(),
-              weight_format_name(f), e.max_abs, e.kl, e.agree);
-  EXPECT_GT(e.max_abs, 0.0) << "the format changed nothing: the converted matrices are not read";
-  EXPECT_LE(e.max_abs, b.max_abs);
-  EXPECT_LE(e.kl, b.kl);
-  EXPECT_GE(e.agree, b.agree);
+  expect_within("trm/" + name, f, want.logits, got.logits, c.V, b);
 
   host_backend three;
   three.num_threads = 3;
