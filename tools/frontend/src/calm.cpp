@@ -18,12 +18,7 @@ namespace {
 using calm_host = calm_model<host_backend, float>;
 using ae_host = chunk_autoencoder<host_backend, float>;
 
-template <class... A>
-std::string str(A&&... a) {
-  std::ostringstream os;
-  (os << ... << a);
-  return os.str();
-}
+using detail::str;
 
 // The chunk autoencoder, on the model's own autoencoder or a folder's. Inputs are checked here
 // (usage errors) before the autoencoder's own checks could report them as internal errors.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,18 @@ struct lm_extras {
   std::vector<std::int32_t> eos;
   bool add_special = false;
 };
+
+/// \brief The arguments streamed into one string: str("hidden ", 512) is "hidden 512".
+template <class... A>
+std::string str(A&&... a) {
+  std::ostringstream os;
+  (os << ... << a);
+  return os.str();
+}
+
+/// \brief The string value `key` of a config.json object, `fallback` when it is absent or not a
+/// string (registry.cpp).
+std::string string_field(const io::json& cfg, const char* key, const std::string& fallback);
 
 /// \brief Reads tokenizer.json and the eos ids of the folder (needs x.info.vocab_size).
 void read_text_files(const model_folder& f, lm_extras& x);

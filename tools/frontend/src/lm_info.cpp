@@ -26,13 +26,6 @@ std::int64_t count_parameters(const io::checkpoint& ck, const std::vector<io::te
   return params;
 }
 
-template <class... A>
-std::string str(A&&... a) {
-  std::ostringstream os;
-  (os << ... << a);
-  return os.str();
-}
-
 }  // namespace
 
 model_info lm_info(lm_kind kind, const char* family, const char* display, const model_folder& f,

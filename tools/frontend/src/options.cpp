@@ -126,9 +126,9 @@ option_spec taps_option() {
 
 option_spec data_option(const std::string& help) { return required(front_end(text("data", "FILE", help))); }
 
-std::vector<option_spec> info_options() { return {config_option(), ae_option(), dtype_option(), quantize_option()}; }
+std::vector<option_spec> info_specs() { return {config_option(), ae_option(), dtype_option(), quantize_option()}; }
 
-std::vector<option_spec> forward_options() {
+std::vector<option_spec> forward_specs() {
   return {steps_option(),
           init_option(),
           seed_option(),
@@ -147,7 +147,7 @@ std::vector<option_spec> forward_options() {
           taps_option()};
 }
 
-std::vector<option_spec> sampling_options() {
+std::vector<option_spec> sampling_specs() {
   return {
       flag("greedy", "argmax decoding even when sampling options are given", softmax),
       number("temperature", "T", "sampling temperature (CALM: the likelihood-free sampler's T, in (0, 1])", 0, 1e6,
@@ -159,7 +159,7 @@ std::vector<option_spec> sampling_options() {
   };
 }
 
-std::vector<option_spec> generate_options() {
+std::vector<option_spec> generate_specs() {
   std::vector<option_spec> v = {
       required(integer("max-new-tokens", "N", "tokens to generate at most", 0, 1 << 20)),
       steps_option(),
@@ -177,7 +177,7 @@ std::vector<option_spec> generate_options() {
       ids_option("stop", "ID,ID", "stop after generating one of these token ids (each in [0, vocab))", softmax),
       flag("ignore-eos", "go on past the end-of-sequence ids of generation_config.json / config.json", softmax),
   };
-  for (auto& s : sampling_options()) v.push_back(s);
+  for (auto& s : sampling_specs()) v.push_back(s);
   const std::vector<option_spec> rest = {
       choice("exit", {"none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine"},
              "early-exit criterion per token", "none", recurrent),
@@ -239,13 +239,13 @@ std::vector<option_spec> generate_options() {
   return v;
 }
 
-std::vector<option_spec> score_options() {
+std::vector<option_spec> score_specs() {
   return {data_option("one sequence per line: token ids (comma or space separated), or text for DIR/tokenizer.json"),
           steps_option(), init_option(), seed_option(), routing_option("scoring"), config_option(),
           dtype_option(), quantize_option()};
 }
 
-std::vector<option_spec> eval_options() {
+std::vector<option_spec> eval_specs() {
   return {
       data_option("documents, one per line: token ids, text for DIR/tokenizer.json, or JSON lines with \"text\""),
       required(choice("metric", {"brierlm"}, "the metric", "")),
@@ -260,7 +260,7 @@ std::vector<option_spec> eval_options() {
   };
 }
 
-std::vector<option_spec> demo_options() {
+std::vector<option_spec> demo_specs() {
   const strings shell = {"huginn"};
   const strings trm = {"trm"};
   return {
@@ -277,7 +277,7 @@ std::vector<option_spec> demo_options() {
   };
 }
 
-std::vector<option_spec> solve_options() {
+std::vector<option_spec> solve_specs() {
   return {
       required(front_end(text("data", "DIR", "the dataset folder (its test/ split) or a split folder holding dataset.json"))),
       integer("max-steps", "N", "supervision steps (fixed) or at most (q)", 1, 1024, "", "the config's halt_max_steps"),
@@ -295,17 +295,17 @@ std::vector<option_spec> solve_options() {
   };
 }
 
-std::vector<option_spec> ae_options() { return {ae_option(), dump_option(), taps_option()}; }
+std::vector<option_spec> ae_specs() { return {ae_option(), dump_option(), taps_option()}; }
 
-std::vector<option_spec> tokenize_options() { return {config_option(), ae_option()}; }
+std::vector<option_spec> tokenize_specs() { return {config_option(), ae_option()}; }
 
-std::vector<option_spec> load_options() {
+std::vector<option_spec> load_specs() {
   return {device_option(), dtype_option(), quantize_option(), kernels_option(), config_option(), ae_option()};
 }
 
 // `muninn serve`: the server's own settings (read by the server, never by a family) and the
 // options that choose how the model loads. A request's fields are options of `generate`.
-std::vector<option_spec> serve_options() {
+std::vector<option_spec> serve_specs() {
   std::vector<option_spec> o = {
       front_end(text("host", "ADDR", "address to listen on (0.0.0.0: every interface)", {}, "127.0.0.1")),
       front_end(integer("port", "N", "TCP port (0: a free one, printed when listening)", 0, 65535, "8080")),
@@ -325,7 +325,7 @@ std::vector<option_spec> serve_options() {
                        "a batch runs until its last request ends (the baseline)",
                        "continuous")),
   };
-  for (auto& s : load_options()) o.push_back(s.name == "kernels" ? kernels_option("batch-invariant") : s);
+  for (auto& s : load_specs()) o.push_back(s.name == "kernels" ? kernels_option("batch-invariant") : s);
   return o;
 }
 
@@ -349,10 +349,11 @@ const char* operation_name(operation op) {
 }
 
 const std::vector<option_spec>& options_of(operation op) {
-  static const std::vector<option_spec> tables[] = {info_options(),  forward_options(), generate_options(),
-                                                    score_options(), eval_options(),    demo_options(),
-                                                    solve_options(), ae_options(),      tokenize_options(),
-                                                    load_options(),   serve_options()};
+  // In the order of `operation`. (The tables are named *_specs: a generate_options() here would hide the type
+  // muninn::generate_options in a unity build that compiles this file with a family's.)
+  static const std::vector<option_spec> tables[] = {
+      info_specs(),  forward_specs(), generate_specs(), score_specs(),    eval_specs(),  demo_specs(),
+      solve_specs(), ae_specs(),      tokenize_specs(), load_specs(),     serve_specs()};
   return tables[static_cast<int>(op)];
 }
 

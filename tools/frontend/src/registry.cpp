@@ -7,6 +7,7 @@
 
 #include "muninn/io/config_json.hpp"
 #include "muninn/io/json.hpp"
+#include "common.hpp"
 
 namespace muninn::frontend {
 namespace fs = std::filesystem;
@@ -21,11 +22,6 @@ family_entry entry_of() {
 template <class... F>
 std::vector<family_entry> table_of(family_list<F...>) {
   return {entry_of<F>()...};
-}
-
-std::string string_field(const io::json& cfg, const char* key, const std::string& fallback) {
-  const io::json* v = cfg.find(key);
-  return v && v->is_string() ? v->as_string() : fallback;
 }
 
 std::string architectures(const io::json& cfg) {
@@ -49,6 +45,11 @@ std::string displays(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+std::string detail::string_field(const io::json& cfg, const char* key, const std::string& fallback) {
+  const io::json* v = cfg.find(key);
+  return v && v->is_string() ? v->as_string() : fallback;
+}
 
 model_folder model_folder::open(const std::string& path, const std::string& flag, const std::string& mor_yaml) {
   std::error_code ec;
@@ -98,7 +99,7 @@ const family_entry& identify(const model_folder& f) {
   if (!f.config)
     fail_as(error_kind::usage, "'", f.dir, "' holds no config.json (nor all_config.yaml): not a model folder this build runs; ",
             "it runs ", supported_families());
-  fail_as(error_kind::config, f.config_path, ": model_type '", string_field(*f.config, "model_type", "none"),
+  fail_as(error_kind::config, f.config_path, ": model_type '", detail::string_field(*f.config, "model_type", "none"),
           "' (architectures ", architectures(*f.config), ") is not supported; this build runs ", supported_families());
 }
 

@@ -12,12 +12,7 @@ namespace {
 
 using trm_host = trm_model<host_backend, float>;
 
-template <class... A>
-std::string str(A&&... a) {
-  std::ostringstream os;
-  (os << ... << a);
-  return os.str();
-}
+using detail::str;
 
 // Learned halting at a threshold of the user's instead of the run's rule (a calibrated q_halt).
 struct threshold_halt {
