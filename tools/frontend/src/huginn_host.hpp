@@ -3,7 +3,8 @@
 // family's entry points; huginn_prenorm.cpp: the pre-norm combinations): the per-token-exit batch
 // engine and the function that builds a host model of one combination. The four combinations are
 // split over two files because one file holding all four needed about 1 GB of compiler memory and
-// was the longest unit of the build (docs/performance.md, "Build cost").
+// was the longest unit of the build; the two halves go to different unity groups
+// (docs/performance.md, "Build cost").
 
 #include <map>
 #include <memory>
