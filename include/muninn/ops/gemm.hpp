@@ -302,8 +302,11 @@ void gemm_blocked_rows(std::int64_t m0, std::int64_t m1, std::int64_t n0, std::i
           const int mrem = int(std::min<std::int64_t>(MR, mc - p));
           float* c = C + (mb + p) * ldc + n;
           const float* a = ap + p * kc;
-          // Narrower kernels for the last panel avoid computing up to 2/3 padding.
-          if (mrem > 2 * W || gemm_tiling::max_nv == 2)
+          // Narrower kernels for the last panel avoid computing padding rows: up to 2/3 of the
+          // panel with three vectors, 1/2 with two (M = 97 = 6·16 + 1 on AVX2 ran 112 rows, 13 %
+          // of the GEMM, before the one-vector kernel took such a panel). Each element is summed in
+          // the same order by every width, so the choice does not change results.
+          if (mrem > (gemm_tiling::max_nv - 1) * W)
             gemm_micro<gemm_tiling::max_nv>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
           else if (mrem > W)
             gemm_micro<2>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
