@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -543,6 +544,52 @@ TEST_F(io_test, checkpoint_open_missing_paths) {
               AllOf(HasSubstr(dir_.string()), HasSubstr("model.safetensors.index.json"), HasSubstr("model.safetensors")));
   EXPECT_THAT(error_of([&] { checkpoint::open(path("nowhere")); }),
               AllOf(HasSubstr(path("nowhere")), HasSubstr("does not exist")));
+}
+
+// Resident KiB of this process's mappings of `file` (the "Rss:" lines of /proc/self/smaps), or -1
+// where the kernel does not report them.
+long mapping_rss_kib(const fs::path& file) {
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return -1;
+  const std::string name = fs::canonical(file).string();
+  long total = 0;
+  bool in_file = false;
+  for (std::string line; std::getline(smaps, line);) {
+    const bool is_header = !line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ');
+    if (is_header) {
+      in_file = line.size() >= name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0;
+    } else if (in_file && line.rfind("Rss:", 0) == 0) {
+      total += std::stol(line.substr(4));
+    }
+  }
+  return total;
+}
+
+// Loading copies every tensor out of the mapped file; the pages it read must not stay resident
+// beside the copies, or a model peaks at twice its size while it loads.
+TEST_F(io_test, reading_a_tensor_leaves_its_pages_of_the_mapped_file_unresident) {
+  constexpr int tensors = 16, floats = 1 << 18;  // 16 tensors of 1 MiB
+  std::vector<std::pair<std::string, tensor_to_write>> content;
+  for (int t = 0; t < tensors; ++t) {
+    std::vector<float> v(floats);
+    for (int i = 0; i < floats; ++i) v[std::size_t(i)] = float(t * floats + i);
+    content.emplace_back("t" + std::to_string(t), tensor_to_write{{floats}, std::move(v)});
+  }
+  write_safetensors(path("big.safetensors"), content);
+  const checkpoint c = checkpoint::open(path("big.safetensors"));
+  for (int t = 0; t < tensors; ++t) {
+    const std::vector<float> v = c.read_f32("t" + std::to_string(t));
+    ASSERT_EQ(v[0], float(t * floats));
+    ASSERT_EQ(v.back(), float(t * floats + floats - 1));
+  }
+  const long rss = mapping_rss_kib(path("big.safetensors"));
+  if (rss < 0) GTEST_SKIP() << "/proc/self/smaps is not readable here";
+  // At most the header's page and the two edge pages each tensor shares with a neighbour.
+  const long page_kib = long(sysconf(_SC_PAGESIZE) / 1024);
+  EXPECT_LE(rss, (2 * tensors + 1) * page_kib) << "KiB of the 16 MiB file still resident after reading it";
+  // Released pages are read again from the file: the values are unchanged.
+  const std::vector<float> again = c.read_f32("t5");
+  EXPECT_EQ(again[12345], float(5 * floats + 12345));
 }
 
 // Two shards plus an index, as Hugging Face writes them.

@@ -45,6 +45,11 @@ foreach(cmd ${commands})
     require_flag("${text}" ${flag} "muninn ${cmd} --help")
     require_flag("${top}" ${flag} "muninn --help")
   endforeach()
+  # The help appends each number flag's range itself; a description must not state it again.
+  string(REGEX MATCH "(>= [0-9.e+-]+|in [[][^]]+[]]), (>= [0-9.e+-]+|in [[][^]]+[]])" twice "${text}")
+  if(twice)
+    message(FATAL_ERROR "muninn ${cmd} --help states a range twice: '${twice}'")
+  endif()
   # The converse: a flag the help names must not be rejected as unknown.
   string(REGEX MATCHALL "(^|[ [(|,])--[a-z][a-z-]+" named "${text}")
   list(TRANSFORM named REPLACE "^[ [(|,]" "")

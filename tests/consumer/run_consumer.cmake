@@ -10,7 +10,9 @@ function(run)
     message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
   endif()
 endfunction()
-set(common -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release)
+# Packaging is under test, not code generation: -O0 compiles the one-file consumer in 13 s of CPU
+# instead of 30 s at -O3, and the tiny checkpoint runs in well under a second either way.
+set(common -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0)
 set(consumer -S ${MUNINN_SOURCE}/tests/consumer -DCONSUMER_MODE=${MODE} -DMUNINN_SOURCE=${MUNINN_SOURCE})
 if(MODE STREQUAL "installed")
   run(${CMAKE_COMMAND} -S ${MUNINN_SOURCE} -B ${WORK}/muninn-build ${common} -DMUNINN_ENABLE_CUDA=OFF

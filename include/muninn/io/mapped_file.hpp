@@ -124,4 +124,20 @@ class mapped_file {
   std::size_t size_ = 0;
 };
 
+/// \brief Drops the pages lying wholly inside [p, p + n) of a read-only file mapping from this
+/// process's resident memory; the bytes stay readable (the next access reads them again from the
+/// file, normally from the page cache).
+///
+/// A loader calls it once it has copied a tensor out of a mapped checkpoint: otherwise every page
+/// it touched stays resident beside the copy until the checkpoint closes, and loading a model
+/// peaks at twice its size. Only the pages entirely inside the range are dropped, since a
+/// neighbouring tensor may share the first and last one. `p` must point into a mapping of a file
+/// made read-only (as mapped_file does): on anonymous memory this would zero the range.
+inline void release_mapped_pages(const void* p, std::size_t n) noexcept {
+  static const std::uintptr_t page = std::uintptr_t(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(p) + n) / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // advice: failure is harmless
+}
+
 }  // namespace muninn::io

@@ -348,7 +348,9 @@ class checkpoint {
     return changed;
   }
 
-  /// \brief Converts tensor `name` into `n` elements of T (float, bf16 or f16) at `dst`.
+  /// \brief Converts tensor `name` into `n` elements of T (float, bf16 or f16) at `dst`, then
+  /// drops the tensor's pages of the mapped file from resident memory (release_mapped_pages), so
+  /// that a loaded model is resident once, not beside its file; a later read maps them again.
   /// \throws muninn::error when the tensor is missing or `n` differs from its element count
   template <class T>
   void read_into(const std::string& name, T* dst, std::size_t n) const {
@@ -359,6 +361,7 @@ class checkpoint {
     const std::size_t esize = dtype_size(t.type);
     if (reinterpret_cast<std::uintptr_t>(t.data) % esize == 0) {
       convert_to(dst, t.data, t.type, n);
+      release_mapped_pages(t.data, t.nbytes);  // the copy is what stays resident, not the file too
       return;
     }
     // A header length that is not a multiple of 4 leaves the data unaligned; reading a float*
@@ -371,6 +374,7 @@ class checkpoint {
       std::memcpy(staging.data(), src + i * esize, m * esize);
       convert_to(dst + i, staging.data(), t.type, m);
     }
+    release_mapped_pages(t.data, t.nbytes);
   }
 
   /// \brief Tensor `name` converted to float.

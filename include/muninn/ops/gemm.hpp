@@ -132,10 +132,13 @@ MUNINN_INLINE void gemm_dot_tile(std::int64_t K, const float* A, std::int64_t ld
     }
 }
 
-/// \brief Longest row gemv_rows takes; above it the interleaved tile streams faster (both
-/// measured on weights cold in DRAM by BM_gemv_cold: rows 25 vs 14 GB/s at K = 576, tile 23 vs
-/// 17 at K = 5280).
-inline constexpr std::int64_t gemv_rows_max_k = 3072;
+/// \brief Longest row gemv_rows takes; above it the interleaved tile streams faster. Measured on
+/// weights cold in DRAM by BM_gemv_cold, one core. AVX-512 build, Zen 4: rows 25 vs 14 GB/s at
+/// K = 576, tile 23 vs 17 at K = 5280. AVX2 build, Zen 1 (EPYC family 23 model 1): the tile was
+/// ahead at every K, 11.4 vs 9.2 GB/s at K = 576, 11.9 vs 9.5 at 1024, 13.5 vs 9.6 at 2048, so
+/// that build never takes gemv_rows (0). Zen 1 is the only AVX2 machine measured; the 256-bit
+/// choice follows it.
+inline constexpr std::int64_t gemv_rows_max_k = simd_width == 8 ? 0 : 3072;
 
 /// \brief Matrix-vector product over rows [n0, n1) of B: C[n] = alpha·(a · B[n]) + beta·C[n].
 ///
@@ -302,8 +305,11 @@ void gemm_blocked_rows(std::int64_t m0, std::int64_t m1, std::int64_t n0, std::i
           const int mrem = int(std::min<std::int64_t>(MR, mc - p));
           float* c = C + (mb + p) * ldc + n;
           const float* a = ap + p * kc;
-          // Narrower kernels for the last panel avoid computing up to 2/3 padding.
-          if (mrem > 2 * W || gemm_tiling::max_nv == 2)
+          // Narrower kernels for the last panel avoid computing padding rows: up to 2/3 of the
+          // panel with three vectors, 1/2 with two (M = 97 = 6·16 + 1 on AVX2 ran 112 rows, 13 %
+          // of the GEMM, before the one-vector kernel took such a panel). Each element is summed in
+          // the same order by every width, so the choice does not change results.
+          if (mrem > (gemm_tiling::max_nv - 1) * W)
             gemm_micro<gemm_tiling::max_nv>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
           else if (mrem > W)
             gemm_micro<2>(kc, a, rows, mrem, nrem, c, ldc, alpha, beta, first);
@@ -444,8 +450,9 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
       if (M > 1)
         detail::gemm_small_m_of(M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
       else if (K <= detail::gemv_rows_max_k)
-        // Short rows: one sequential stream. Long rows (K > 3072): the 8-row tile, whose
-        // interleaved streams keep more pages in flight (BM_gemv_cold: 23 vs 17 GB/s at K = 5280).
+        // Short rows: one sequential stream. Long rows (K > gemv_rows_max_k): the 8-row tile,
+        // whose interleaved streams keep more pages in flight (BM_gemv_cold: 23 vs 17 GB/s at
+        // K = 5280 on Zen 4).
         detail::gemv_rows(b, e, K, alpha, A, B, ldb, beta, C);
       else
         detail::gemm_small_m<1>(b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);

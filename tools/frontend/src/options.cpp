@@ -181,7 +181,7 @@ std::vector<option_spec> generate_specs() {
   const std::vector<option_spec> rest = {
       choice("exit", {"none", "kl", "entropy-diff", "latent-diff", "argmax-stable", "cosine"},
              "early-exit criterion per token", "none", recurrent),
-      number("exit-threshold", "X", "exit threshold, >= 0", 0, 1e30, "", "the criterion's, e.g. kl 5e-4", recurrent),
+      number("exit-threshold", "X", "exit threshold", 0, 1e30, "", "the criterion's, e.g. kl 5e-4", recurrent),
       integer("min-steps", "N", "no exit check before step N (at most --max-steps)", 0, 1024, "0", "", recurrent),
       integer("max-steps", "N", "at most N recurrence steps per token with --exit", 0, 1024, "", "--steps", recurrent),
       integer("check-every", "N", "check for exit every N steps", 1, 1024, "1", "", recurrent),
@@ -225,7 +225,7 @@ std::vector<option_spec> generate_specs() {
       flag("sqrt-mixer", "parallel: mix noise as x*sqrt(1-n) + sqrt(n)*noise", recurrent),
       choice("freeze", {"latent-diff", "fixed", "token-stability"}, "parallel: when tokens freeze", "latent-diff",
              recurrent),
-      number("freeze-threshold", "X", "parallel: latent-diff threshold, >= 0", 0, 1e30, "0.03", "", recurrent),
+      number("freeze-threshold", "X", "parallel: latent-diff threshold", 0, 1e30, "0.03", "", recurrent),
       flag("continuous-compute", "parallel: new positions start from the wave's last states", recurrent),
       text("cache-lookup", "full|latest-m4-compress-s<N>", "parallel: KV of the core", recurrent, "",
            "one recurrence of the core, which is latest-m4-compress-s4 on Huginn-0125's 4-layer core"),
@@ -266,7 +266,7 @@ std::vector<option_spec> demo_specs() {
   return {
       integer("problems", "N", "evaluate the first N held-out problems", 1, 1 << 30, "", "200; TRM and MoR: every one"),
       text("depths", "1,2,4,...", "recurrence depths to evaluate, each >= 1", shell, "1,2,4,8,16,32"),
-      number("exit-threshold", "X", "KL exit threshold of the r=auto row, >= 0", 0, 1e30, "1e-6", "", shell),
+      number("exit-threshold", "X", "KL exit threshold of the r=auto row", 0, 1e30, "1e-6", "", shell),
       integer("max-steps", "N", "at most N steps per token in the r=auto row", 1, 1024, "32", "", shell),
       number("halt-threshold", "X",
              "TRM: an extra row that halts a puzzle once its q_halt logit exceeds X (the reference's rule is q_halt > 0)",
