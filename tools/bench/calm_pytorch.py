@@ -23,7 +23,6 @@ adds its time and the ratio PyTorch / Muninn (above 1: Muninn is faster) to the 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -31,6 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import calm_ref as C  # noqa: E402
+from muninn_bench import best_seconds  # noqa: E402
 
 
 def best_ms(fn, repeats, clock):
@@ -47,18 +47,6 @@ def best_ms(fn, repeats, clock):
             fn()
         best = min(best, (clock() - t0) / inner)
     return best * 1e3
-
-
-def muninn_seconds(build, binary, flt, threads, clock, repeats):
-    """Best of `repeats` repetitions of one Muninn benchmark (Google Benchmark's cpu_time or
-    real_time), in seconds: the same best-of as the PyTorch side."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    out = subprocess.run([os.path.join(build, "benchmarks", binary), f"--benchmark_filter={flt}",
-                          f"--benchmark_repetitions={repeats}", "--benchmark_format=json"],
-                         env=env, check=True, capture_output=True, text=True)
-    runs = [b for b in json.loads(out.stdout)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[runs[0]["time_unit"]]
-    return min(b["cpu_time" if clock == "cpu" else "real_time"] for b in runs) * unit
 
 
 def main():
@@ -85,7 +73,7 @@ def main():
             for key, bench, fn in (("head", "BM_CalmHead", lambda: m.head(h, u)),
                                    ("decode", "BM_CalmDecode", lambda: m.ae.decode(z).argmax(-1))):
                 if a.build:
-                    ours = muninn_seconds(a.build, "bench_host_calm", f"^{bench}/{n}/", a.threads, a.clock,
+                    ours = best_seconds(a.build, "bench_host_calm", f"^{bench}/{n}/", a.threads, a.clock,
                                           a.repeats) * 1e3
                     out[f"{key}_{n}_muninn_ms"] = ours
                 out[f"{key}_{n}_ms"] = best_ms(fn, a.repeats, clock)

@@ -26,9 +26,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
 import huginn_ref as H  # noqa: E402
+from muninn_bench import UNIT  # noqa: E402
 
 
-UNIT = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # Google Benchmark time_unit -> seconds
 
 
 def run_bench(binary, flt, threads):

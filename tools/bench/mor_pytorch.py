@@ -39,9 +39,7 @@ one untimed warm-up run (PyTorch) / best of --muninn-repeats repetitions (Muninn
 PyTorch / Muninn (above 1: Muninn is faster). Prints a markdown table.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
@@ -49,6 +47,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import mor_ref as R  # noqa: E402
+from muninn_bench import best_repetition, seconds  # noqa: E402
 
 ROWS, PROMPT, NEW, BLOCK, REC = 16, 8, 16, 10, 3
 
@@ -167,16 +166,10 @@ def check():
 def muninn(build, flt, repeats):
     """Best-of-`repeats` cpu_time (s) of one bench_host_mor benchmark at one thread, its tokens
     per repetition and its mean_depth counter."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", MUNINN_NUM_THREADS="1")
-    out = subprocess.run([os.path.join(build, "benchmarks", "bench_host_mor"), f"--benchmark_filter=^{flt}(/|$)",
-                          f"--benchmark_repetitions={repeats}", "--benchmark_format=json"],
-                         env=env, check=True, capture_output=True, text=True)
-    runs = [b for b in json.loads(out.stdout)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[runs[0]["time_unit"]]
-    best = min(runs, key=lambda b: b["cpu_time"])
+    best = best_repetition(build, "bench_host_mor", f"^{flt}(/|$)", 1, repeats)
     # tokens/s is a rate over real time per iteration: tokens per iteration = rate * real_time
-    tokens = best["tokens/s"] * best["real_time"] * unit
-    return best["cpu_time"] * unit, tokens, best.get("mean_depth")
+    tokens = best["tokens/s"] * seconds(best, "real_time")
+    return seconds(best), tokens, best.get("mean_depth")
 
 
 def main():

@@ -23,7 +23,6 @@ adds its time and the ratio PyTorch / Muninn (above 1: Muninn is faster) to the 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -31,6 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import trm_ref as R  # noqa: E402
+from muninn_bench import best_seconds  # noqa: E402
 
 
 def build(mlp_t):
@@ -41,18 +41,6 @@ def build(mlp_t):
     m = R.ACTModel(cfg).eval()
     m.inner.init_weights(torch.Generator().manual_seed(7), q_std=0.02, puzzle_std=0.02)
     return m
-
-
-def muninn_seconds(build, binary, flt, threads, clock, repeats):
-    """Best of `repeats` repetitions of one Muninn benchmark (Google Benchmark's cpu_time or
-    real_time), in seconds: the same best-of as the PyTorch side."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    out = subprocess.run([os.path.join(build, "benchmarks", binary), f"--benchmark_filter={flt}",
-                          f"--benchmark_repetitions={repeats}", "--benchmark_format=json"],
-                         env=env, check=True, capture_output=True, text=True)
-    runs = [b for b in json.loads(out.stdout)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[runs[0]["time_unit"]]
-    return min(b["cpu_time" if clock == "cpu" else "real_time"] for b in runs) * unit
 
 
 def main():
@@ -75,7 +63,7 @@ def main():
             extra = {}
             if a.build:
                 flt = f"^BM_TrmStep/{int(mlp_t)}/{B}/"
-                extra["muninn_seconds"] = round(muninn_seconds(a.build, "bench_host_trm", flt, a.threads, a.clock,
+                extra["muninn_seconds"] = round(best_seconds(a.build, "bench_host_trm", flt, a.threads, a.clock,
                                                                a.repeats), 4)
             with torch.inference_mode():
                 m.solve(batch, max_steps=1)
