@@ -33,6 +33,12 @@ namespace muninn {
 namespace detail {
 namespace lowp {
 
+/// \brief A row of activations quantized to int8 by q8_quantize_activations, for gemv_q8a.
+struct q8_act {
+  const std::int8_t* q;  ///< values, a multiple of 32 (zero past K)
+  const float* d;        ///< one scale per block of 32
+};
+
 /// \brief The generic level: the translation unit's own target, 4 lanes.
 namespace generic {
 inline constexpr int W = 4;
@@ -82,18 +88,19 @@ inline constexpr int W = 16;
 struct kernels {
   void (*gemv)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const float*, float, float*);
   void (*to_f32)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
+  void (*gemv_q8a)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const q8_act&, float, float*);
 };
 
 /// \brief The kernels of the active level (host_isa_active()).
 inline kernels active() {
 #if defined(MUNINN_LOWP_X86)
   switch (host_isa_active()) {
-    case host_isa::avx512: return {avx512::gemv, avx512::to_f32};
-    case host_isa::avx2: return {avx2::gemv, avx2::to_f32};
+    case host_isa::avx512: return {avx512::gemv, avx512::to_f32, avx512::gemv_q8a};
+    case host_isa::avx2: return {avx2::gemv, avx2::to_f32, avx2::gemv_q8a};
     default: break;
   }
 #endif
-  return {generic::gemv, generic::to_f32};
+  return {generic::gemv, generic::to_f32, generic::gemv_q8a};
 }
 
 }  // namespace lowp
