@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -16,7 +18,9 @@
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/families/trm/model.hpp"
+#include "muninn/io/random_checkpoint.hpp"
 #include "muninn/muninn.hpp"
+#include "test_io_util.hpp"
 #include "test_trm_util.hpp"
 #include "test_util.hpp"
 
@@ -322,6 +326,78 @@ TEST(WeightFormatModels, EqualsTheFp32ModelOnTheRoundedWeights) {
     const auto want = rounded.forward(ids), got = m.forward(ids);
     EXPECT_LE(muninn_test::max_abs_diff(want, got), 1e-4);
   }
+}
+
+// Loading straight into a format (the constructor that takes one: layer by layer for Huginn and
+// Llama, load-then-convert for MoR) makes the same model as store_weights_as afterwards: the same
+// weights, bytes and logits, bit for bit; fp32 through it is the plain load.
+template <class M>
+void check_loading_into(const std::string& dir) {
+  const auto ids = prompt(M::load(data + dir).config().vocab_size);
+  for (weight_format f : {weight_format::f32, weight_format::bf16, weight_format::q8}) {
+    SCOPED_TRACE(dir + " " + weight_format_name(f));
+    M after = M::load(data + dir);
+    after.store_weights_as(f);
+    const M into = M::load(data + dir, host_backend{}, f);
+    EXPECT_EQ(into.weight_format(), f);
+    EXPECT_EQ(into.weight_bytes(), after.weight_bytes());
+    EXPECT_EQ(into.forward(ids, zero_state()), after.forward(ids, zero_state()));
+  }
+}
+
+TEST(WeightFormatModels, LoadingIntoAFormatEqualsConvertingAfterwards) {
+  check_loading_into<llama_model>("llama/tiny_tied_mha");
+  check_loading_into<llama_model>("llama/tiny_untied_gqa");
+  check_loading_into<model<host_backend, float, huginn_arch>>("huginn/tiny_f32");
+  check_loading_into<model<host_backend, float, mor_expert_arch>>("mor_untied/expert_mcyc_attn");
+}
+
+// Resident memory of this process, from /proc/self/status ("VmRSS" now, "VmHWM" its peak), bytes.
+std::int64_t status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, field.size() + 1, field + ":") == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
+  return -1;
+}
+
+class LoadPeak : public muninn_test::temp_dir_test {
+ protected:
+  LoadPeak() : temp_dir_test("muninn_load_peak_") {}
+};
+
+// A Llama of 8 layers of 4 MiB fp32 each (32 MiB of projections; small embedding and head) loaded
+// into q8: converted layer by layer, the load's peak above the resident memory before it is the
+// q8 stack (about 8.5 MiB), one fp32 layer and the head — under half the fp32 stack, where
+// loading everything in fp32 first peaks above the whole 32 MiB. The peak comes from the kernel
+// (VmHWM, reset by writing 5 to /proc/self/clear_refs), so allocator and page-cache effects count.
+TEST_F(LoadPeak, LoadingIntoQ8NeverHoldsTheWholeFp32Stack) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so resident memory says nothing here";
+#endif
+  if (status_bytes("VmHWM") < 0 || !std::ofstream("/proc/self/clear_refs").good())
+    GTEST_SKIP() << "no /proc/self/status or /proc/self/clear_refs here";
+  const std::int64_t h = 256, inter = 1024, layers = 8, V = 256;
+  std::ofstream(path("config.json"))
+      << "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": " << h
+      << ", \"intermediate_size\": " << inter << ", \"num_hidden_layers\": " << layers
+      << ", \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"vocab_size\": " << V
+      << ", \"max_position_embeddings\": 64, \"rms_norm_eps\": 1e-05, \"rope_theta\": 10000.0"
+      << ", \"tie_word_embeddings\": false, \"hidden_act\": \"silu\"}\n";
+  {
+    const llama_config cfg = llama_model::family_policy::read_config(path(""));
+    io::write_random_checkpoint(path("model.safetensors"), io::llama_tensor_specs(cfg), 5);
+  }
+  const double fp32_stack = double(layers * (h * 3 * h + h * h + h * 2 * inter + inter * h) * 4);
+  const std::int64_t before = status_bytes("VmRSS");
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const llama_model m = llama_model::load(path(""), host_backend{}, weight_format::q8);
+  const double peak = double(status_bytes("VmHWM") - before);
+  EXPECT_EQ(m.weight_format(), weight_format::q8);
+  EXPECT_LT(peak, 0.5 * fp32_stack) << "peak " << peak / 1048576 << " MiB, fp32 stack " << fp32_stack / 1048576
+                                    << " MiB";
+  std::cout << "[ measured ] load peak into q8: " << peak / 1048576 << " MiB above the start, fp32 stack "
+            << fp32_stack / 1048576 << " MiB\n";
 }
 
 TEST(WeightFormatModels, ConvertingTwiceIsAnError) {
