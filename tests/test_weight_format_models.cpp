@@ -48,6 +48,10 @@ const family_bounds llama_bounds{{0.4, 3e-3, 0.9}, {1.2, 2.5e-2, 0.9}};     // m
 const family_bounds huginn_bounds{{0.015, 4e-6, 0.9}, {0.04, 3e-5, 0.9}};  // measured 0.0042, 9.8e-7 / 0.0125, 8.1e-6
 const family_bounds mor_bounds{{0.15, 6e-4, 0.9}, {0.5, 7e-3, 0.75}};      // measured 0.047, 1.9e-4 / 0.184, 2.3e-3
 const family_bounds trm_bounds{{0.07, 1e-4, 0.9}, {0.1, 4.5e-4, 0.9}};      // measured 0.0263, 4.0e-5 / 0.0392, 1.8e-4
+// q8 decode with int8 activations (check_q8_decode, below): one more rounding, so wider bounds;
+// agreement over 24 positions: the tied Llama flips 2 near-tied argmaxes (0.917), the bound allows 4.
+const bounds llama_q8_decode{1.3, 8e-2, 0.83};  // measured 0.508, 3.2e-2, 0.917
+const bounds huginn_q8_decode{0.05, 4.5e-5, 0.9};  // measured 0.0187, 1.8e-5, 1.000
 
 struct error_stats {
   double max_abs = 0, kl = 0, agree = 0;
@@ -147,6 +151,58 @@ TEST(WeightFormatModels, MorExpertWithRecursionLayers) {
 }
 TEST(WeightFormatModels, MorToken) {
   check_family<model<host_backend, float, mor_token_arch>>("mor/token_mcyc_r3_softmax_lossfree", mor_bounds);
+}
+
+// Decode: the 24 tokens fed one at a time (a context with max_chunk 1), so every projection is a
+// GEMM of one row, the path where q8 quantizes its activations to int8
+// (host_backend::q8_int8_activations); the prefill checks above never take it. Against the fp32
+// model decoded the same way, with the int8 activations on (the default) and off, bounded by the
+// decode bounds above; the two must differ (the int8 path is taken) and the default must not
+// depend on the thread count.
+template <class M>
+std::vector<float> decode(const M& m, const std::vector<std::int32_t>& ids) {
+  context_limits lim;
+  lim.max_tokens = std::int64_t(ids.size());
+  lim.max_chunk = 1;
+  auto ctx = m.make_context(lim);
+  return m.forward(ctx, ids, zero_state(), logits_for::all);
+}
+
+template <class M>
+void check_q8_decode(const std::string& dir, const bounds& b) {
+  SCOPED_TRACE(dir + " q8 decode");
+  const M ref = M::load(data + dir);
+  const std::int64_t V = ref.config().vocab_size;
+  const auto ids = prompt(V);
+  const std::vector<float> want = decode(ref, ids);
+  std::vector<float> got[2];
+  for (bool int8 : {true, false}) {
+    host_backend be;
+    be.num_threads = 1;
+    be.q8_int8_activations = int8;
+    M m = M::load(data + dir, be);
+    m.store_weights_as(weight_format::q8);
+    got[int8] = decode(m, ids);
+    expect_within(dir + (int8 ? " decode, int8 activations" : " decode, fp32 activations"), weight_format::q8, want,
+                  got[int8], V, b);
+  }
+  EXPECT_NE(got[0], got[1]) << "the int8 activations changed nothing: decode did not take their GEMV";
+  host_backend three;
+  three.num_threads = 3;
+  M m3 = M::load(data + dir, three);
+  m3.store_weights_as(weight_format::q8);
+  EXPECT_EQ(decode(m3, ids), got[1]) << "results depend on the thread count";
+}
+
+TEST(WeightFormatModels, Q8DecodeLlamaTied) { check_q8_decode<llama_model>("llama/tiny_tied_mha", llama_q8_decode); }
+TEST(WeightFormatModels, Q8DecodeLlamaUntiedGqa) {
+  check_q8_decode<llama_model>("llama/tiny_untied_gqa", llama_q8_decode);
+}
+TEST(WeightFormatModels, Q8DecodeLlamaWithBiases) {
+  check_q8_decode<llama_model>("llama/tiny_linear_bias", llama_q8_decode);
+}
+TEST(WeightFormatModels, Q8DecodeHuginn) {
+  check_q8_decode<model<host_backend, float, huginn_arch>>("huginn/tiny_f32", huginn_q8_decode);
 }
 
 // TRM / HRM: the logits of every puzzle position after three supervision steps (the states carried
