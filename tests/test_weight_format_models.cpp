@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -16,7 +18,9 @@
 #include "muninn/families/llama/arch.hpp"
 #include "muninn/families/mor/arch.hpp"
 #include "muninn/families/trm/model.hpp"
+#include "muninn/io/random_checkpoint.hpp"
 #include "muninn/muninn.hpp"
+#include "test_io_util.hpp"
 #include "test_trm_util.hpp"
 #include "test_util.hpp"
 
@@ -48,6 +52,10 @@ const family_bounds llama_bounds{{0.4, 3e-3, 0.9}, {1.2, 2.5e-2, 0.9}};     // m
 const family_bounds huginn_bounds{{0.015, 4e-6, 0.9}, {0.04, 3e-5, 0.9}};  // measured 0.0042, 9.8e-7 / 0.0125, 8.1e-6
 const family_bounds mor_bounds{{0.15, 6e-4, 0.9}, {0.5, 7e-3, 0.75}};      // measured 0.047, 1.9e-4 / 0.184, 2.3e-3
 const family_bounds trm_bounds{{0.07, 1e-4, 0.9}, {0.1, 4.5e-4, 0.9}};      // measured 0.0263, 4.0e-5 / 0.0392, 1.8e-4
+// q8 decode with int8 activations (check_q8_decode, below): one more rounding, so wider bounds;
+// agreement over 24 positions: the tied Llama flips 2 near-tied argmaxes (0.917), the bound allows 4.
+const bounds llama_q8_decode{1.3, 8e-2, 0.83};  // measured 0.508, 3.2e-2, 0.917
+const bounds huginn_q8_decode{0.05, 4.5e-5, 0.9};  // measured 0.0187, 1.8e-5, 1.000
 
 struct error_stats {
   double max_abs = 0, kl = 0, agree = 0;
@@ -147,6 +155,58 @@ TEST(WeightFormatModels, MorExpertWithRecursionLayers) {
 }
 TEST(WeightFormatModels, MorToken) {
   check_family<model<host_backend, float, mor_token_arch>>("mor/token_mcyc_r3_softmax_lossfree", mor_bounds);
+}
+
+// Decode: the 24 tokens fed one at a time (a context with max_chunk 1), so every projection is a
+// GEMM of one row, the path where q8 quantizes its activations to int8
+// (host_backend::q8_int8_activations); the prefill checks above never take it. Against the fp32
+// model decoded the same way, with the int8 activations on (the default) and off, bounded by the
+// decode bounds above; the two must differ (the int8 path is taken) and the default must not
+// depend on the thread count.
+template <class M>
+std::vector<float> decode(const M& m, const std::vector<std::int32_t>& ids) {
+  context_limits lim;
+  lim.max_tokens = std::int64_t(ids.size());
+  lim.max_chunk = 1;
+  auto ctx = m.make_context(lim);
+  return m.forward(ctx, ids, zero_state(), logits_for::all);
+}
+
+template <class M>
+void check_q8_decode(const std::string& dir, const bounds& b) {
+  SCOPED_TRACE(dir + " q8 decode");
+  const M ref = M::load(data + dir);
+  const std::int64_t V = ref.config().vocab_size;
+  const auto ids = prompt(V);
+  const std::vector<float> want = decode(ref, ids);
+  std::vector<float> got[2];
+  for (bool int8 : {true, false}) {
+    host_backend be;
+    be.num_threads = 1;
+    be.q8_int8_activations = int8;
+    M m = M::load(data + dir, be);
+    m.store_weights_as(weight_format::q8);
+    got[int8] = decode(m, ids);
+    expect_within(dir + (int8 ? " decode, int8 activations" : " decode, fp32 activations"), weight_format::q8, want,
+                  got[int8], V, b);
+  }
+  EXPECT_NE(got[0], got[1]) << "the int8 activations changed nothing: decode did not take their GEMV";
+  host_backend three;
+  three.num_threads = 3;
+  M m3 = M::load(data + dir, three);
+  m3.store_weights_as(weight_format::q8);
+  EXPECT_EQ(decode(m3, ids), got[1]) << "results depend on the thread count";
+}
+
+TEST(WeightFormatModels, Q8DecodeLlamaTied) { check_q8_decode<llama_model>("llama/tiny_tied_mha", llama_q8_decode); }
+TEST(WeightFormatModels, Q8DecodeLlamaUntiedGqa) {
+  check_q8_decode<llama_model>("llama/tiny_untied_gqa", llama_q8_decode);
+}
+TEST(WeightFormatModels, Q8DecodeLlamaWithBiases) {
+  check_q8_decode<llama_model>("llama/tiny_linear_bias", llama_q8_decode);
+}
+TEST(WeightFormatModels, Q8DecodeHuginn) {
+  check_q8_decode<model<host_backend, float, huginn_arch>>("huginn/tiny_f32", huginn_q8_decode);
 }
 
 // TRM / HRM: the logits of every puzzle position after three supervision steps (the states carried
@@ -270,6 +330,78 @@ TEST(WeightFormatModels, EqualsTheFp32ModelOnTheRoundedWeights) {
     const auto want = rounded.forward(ids), got = m.forward(ids);
     EXPECT_LE(muninn_test::max_abs_diff(want, got), 1e-4);
   }
+}
+
+// Loading straight into a format (the constructor that takes one: layer by layer for Huginn and
+// Llama, load-then-convert for MoR) makes the same model as store_weights_as afterwards: the same
+// weights, bytes and logits, bit for bit; fp32 through it is the plain load.
+template <class M>
+void check_loading_into(const std::string& dir) {
+  const auto ids = prompt(M::load(data + dir).config().vocab_size);
+  for (weight_format f : {weight_format::f32, weight_format::bf16, weight_format::q8}) {
+    SCOPED_TRACE(dir + " " + weight_format_name(f));
+    M after = M::load(data + dir);
+    after.store_weights_as(f);
+    const M into = M::load(data + dir, host_backend{}, f);
+    EXPECT_EQ(into.weight_format(), f);
+    EXPECT_EQ(into.weight_bytes(), after.weight_bytes());
+    EXPECT_EQ(into.forward(ids, zero_state()), after.forward(ids, zero_state()));
+  }
+}
+
+TEST(WeightFormatModels, LoadingIntoAFormatEqualsConvertingAfterwards) {
+  check_loading_into<llama_model>("llama/tiny_tied_mha");
+  check_loading_into<llama_model>("llama/tiny_untied_gqa");
+  check_loading_into<model<host_backend, float, huginn_arch>>("huginn/tiny_f32");
+  check_loading_into<model<host_backend, float, mor_expert_arch>>("mor_untied/expert_mcyc_attn");
+}
+
+// Resident memory of this process, from /proc/self/status ("VmRSS" now, "VmHWM" its peak), bytes.
+std::int64_t status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, field.size() + 1, field + ":") == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
+  return -1;
+}
+
+class LoadPeak : public muninn_test::temp_dir_test {
+ protected:
+  LoadPeak() : temp_dir_test("muninn_load_peak_") {}
+};
+
+// A Llama of 8 layers of 4 MiB fp32 each (32 MiB of projections; small embedding and head) loaded
+// into q8: converted layer by layer, the load's peak above the resident memory before it is the
+// q8 stack (about 8.5 MiB), one fp32 layer and the head — under half the fp32 stack, where
+// loading everything in fp32 first peaks above the whole 32 MiB. The peak comes from the kernel
+// (VmHWM, reset by writing 5 to /proc/self/clear_refs), so allocator and page-cache effects count.
+TEST_F(LoadPeak, LoadingIntoQ8NeverHoldsTheWholeFp32Stack) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so resident memory says nothing here";
+#endif
+  if (status_bytes("VmHWM") < 0 || !std::ofstream("/proc/self/clear_refs").good())
+    GTEST_SKIP() << "no /proc/self/status or /proc/self/clear_refs here";
+  const std::int64_t h = 256, inter = 1024, layers = 8, V = 256;
+  std::ofstream(path("config.json"))
+      << "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": " << h
+      << ", \"intermediate_size\": " << inter << ", \"num_hidden_layers\": " << layers
+      << ", \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"vocab_size\": " << V
+      << ", \"max_position_embeddings\": 64, \"rms_norm_eps\": 1e-05, \"rope_theta\": 10000.0"
+      << ", \"tie_word_embeddings\": false, \"hidden_act\": \"silu\"}\n";
+  {
+    const llama_config cfg = llama_model::family_policy::read_config(path(""));
+    io::write_random_checkpoint(path("model.safetensors"), io::llama_tensor_specs(cfg), 5);
+  }
+  const double fp32_stack = double(layers * (h * 3 * h + h * h + h * 2 * inter + inter * h) * 4);
+  const std::int64_t before = status_bytes("VmRSS");
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const llama_model m = llama_model::load(path(""), host_backend{}, weight_format::q8);
+  const double peak = double(status_bytes("VmHWM") - before);
+  EXPECT_EQ(m.weight_format(), weight_format::q8);
+  EXPECT_LT(peak, 0.5 * fp32_stack) << "peak " << peak / 1048576 << " MiB, fp32 stack " << fp32_stack / 1048576
+                                    << " MiB";
+  std::cout << "[ measured ] load peak into q8: " << peak / 1048576 << " MiB above the start, fp32 stack "
+            << fp32_stack / 1048576 << " MiB\n";
 }
 
 TEST(WeightFormatModels, ConvertingTwiceIsAnError) {

@@ -3,6 +3,10 @@
 // weights the kernel reads (widened exactly), on every instruction-set path this CPU has
 // (generic, AVX2, AVX-512: set_host_isa_limit), at several thread counts.
 // Tolerance: as for fp32 GEMM, |C - ref| <= 1e-5 · Σ|alpha·a·b| + |beta·c| (fp32 summation error).
+// q8 decode (M = 1, not batch-invariant) quantizes the activation row to int8 per block of 32
+// first (q8_quantize_activations): there the reference is the double-precision loop over that
+// quantized row, within the fp32 sum over blocks' error, and within the activations' rounding
+// (half a step per element) of the fp32-activation reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -144,6 +148,47 @@ std::vector<muninn::host_isa> isa_levels() {
   return v;
 }
 
+// Whether gemm_nt runs this call with int8 activations (the q8 decode GEMV).
+bool int8_activations(const host_backend& be, weight_format fmt, i64 M) {
+  return fmt == weight_format::q8 && M == 1 && !be.batch_invariant && be.q8_int8_activations;
+}
+
+// The oracle of the int8-activation GEMV: the activation row quantized by the shared function,
+// and C = alpha·Σ_k (qa_k·da_k)·w_k + beta·c in double, w the widened weights [N, K] (row stride K).
+// The kernel sums each block's 32 products exactly (int32), rounds the block's scale product
+// da·dw once, and adds blocks in fp32: generic in 2 chains of ceil(blocks / 2), AVX2 in 8 lanes
+// of 2 chains; then the lanes, alpha and beta. The relative error of such a sum is at most
+// γ_n = n·u / (1 - n·u), u = 2⁻²⁴, n = ceil(blocks / 2) + 8 (the chain, the scale product, up
+// to 4 adds across lanes and chains, alpha, beta), times Σ|terms| (`mag`).
+struct int8_ref {
+  std::vector<double> want, mag, act_err;  // act_err: |alpha|·Σ_k |w_k|·da_k/2, the activations' rounding
+  double gamma = 0;
+};
+int8_ref int8_oracle(i64 N, i64 K, float alpha, const float* a, const std::vector<float>& W, float beta,
+                     const float* C0) {
+  const i64 blocks = (K + 31) / 32;
+  std::vector<std::int8_t> q(std::size_t(blocks * 32));
+  std::vector<float> d(static_cast<std::size_t>(blocks));
+  muninn::q8_quantize_activations(a, K, q.data(), d.data());
+  int8_ref r;
+  const double n = double((blocks + 1) / 2 + 8), u = std::ldexp(1.0, -24);
+  r.gamma = n * u / (1 - n * u);
+  for (i64 j = 0; j < N; ++j) {
+    double s = 0, m = 0, e = 0;
+    for (i64 k = 0; k < K; ++k) {
+      const double w = double(W[std::size_t(j * K + k)]), x = double(q[std::size_t(k)]) * double(d[std::size_t(k / 32)]);
+      s += x * w;
+      m += std::fabs(x * w);
+      e += std::fabs(w) * double(d[std::size_t(k / 32)]) / 2;
+    }
+    const double c = beta == 0.0f ? 0.0 : double(beta) * double(C0[j]);
+    r.want.push_back(double(alpha) * s + c);
+    r.mag.push_back(std::fabs(double(alpha)) * m + std::fabs(c));
+    r.act_err.push_back(std::fabs(double(alpha)) * e);
+  }
+  return r;
+}
+
 // The weight as a column slice when `slice` (what the concat adapter does: ld = 2K, columns K..2K).
 void check_gemm(const host_backend& be, weight_format fmt, const gemm_case& c, std::uint32_t seed, bool slice) {
   const i64 wcols = slice ? 2 * c.K : c.K;
@@ -166,28 +211,155 @@ void check_gemm(const host_backend& be, weight_format fmt, const gemm_case& c, s
   std::vector<double> mag(std::size_t(c.M * c.N));
   muninn::ref::gemm_nt_magnitude(c.M, c.N, c.K, c.alpha, A.data(), c.K, Bf.data(), c.K, c.beta, C0.data(), c.N,
                                  mag.data());
-  for (std::size_t i = 0; i < C.size(); ++i)
+  const int8_ref q = int8_activations(be, fmt, c.M) ? int8_oracle(c.N, c.K, c.alpha, A.data(), Bf, c.beta, C0.data())
+                                                    : int8_ref{};
+  for (std::size_t i = 0; i < C.size(); ++i) {
+    if (!q.want.empty()) {
+      // (a) the quantized-activation oracle, within the fp32 sum's error only; (b) the fp32
+      // activations' reference, within the activations' rounding and both sums' errors.
+      ASSERT_LE(std::fabs(double(C[i]) - q.want[i]), q.gamma * q.mag[i] + 1e-30)
+          << "int8 activations " << c.M << "x" << c.N << "x" << c.K << (slice ? " slice" : "") << " isa "
+          << muninn::host_isa_name(muninn::host_isa_active()) << " threads " << be.threads() << " at " << i;
+      ASSERT_LE(std::fabs(double(C[i]) - double(want[i])), q.act_err[i] + q.gamma * q.mag[i] + 1e-5 * mag[i] + 1e-30)
+          << "int8 activations against fp32 ones " << c.M << "x" << c.N << "x" << c.K << " at " << i;
+      continue;
+    }
     ASSERT_LE(std::fabs(double(C[i]) - double(want[i])), 1e-5 * mag[i] + 1e-30)
         << muninn::weight_format_name(fmt) << " " << c.M << "x" << c.N << "x" << c.K << (slice ? " slice" : "")
         << " isa " << muninn::host_isa_name(muninn::host_isa_active()) << " threads " << be.threads() << " at " << i;
+  }
 }
 
 const gemm_case kCases[] = {
     {1, 100, 576, 1.0f, 0.0f},   {1, 33, 37, 0.5f, 1.0f},    {1, 64, 1000, 1.0f, 0.0f},  {1, 40, 5280, 1.0f, 0.0f},
     {2, 50, 64, 1.0f, 0.0f},     {3, 17, 100, 2.0f, 0.5f},   {5, 70, 576, 1.0f, 0.0f},   {8, 96, 1536, 1.0f, 1.0f},
     {9, 40, 96, 1.0f, 0.0f},     {64, 576, 576, 1.0f, 0.0f}, {37, 50, 1000, 1.0f, 1.0f}, {200, 16, 4096, 1.0f, 0.0f},
-    {130, 70, 70, 0.25f, 0.0f},
+    {130, 70, 70, 0.25f, 0.0f},  {1, 20, 13, 2.0f, 0.5f},    {1, 70, 100, -1.5f, 0.0f},  {1, 300, 1000, 1.0f, 0.0f},
 };
+
+// Backends: 1 and 2 threads, and q8 decode with its activations kept fp32
+// (q8_int8_activations off: the fp32 reference's bound applies).
+std::vector<host_backend> gemm_backends() {
+  host_backend fp32_act{1};
+  fp32_act.q8_int8_activations = false;
+  return {host_backend{1}, host_backend{2}, fp32_act};
+}
 
 TEST(WeightGemm, Bf16AndQ8MatchTheReferenceOnEveryPath) {
   for (auto isa : isa_levels()) {
     muninn::set_host_isa_limit(isa);
     for (weight_format fmt : {weight_format::bf16, weight_format::q8})
-      for (const host_backend be : {host_backend{1}, host_backend{2}})
+      for (const host_backend& be : gemm_backends())
         for (std::size_t i = 0; i < std::size(kCases); ++i) {
           check_gemm(be, fmt, kCases[i], std::uint32_t(10 + i), false);
           if (kCases[i].K % 32 == 0) check_gemm(be, fmt, kCases[i], std::uint32_t(50 + i), true);
         }
+  }
+  muninn::clear_host_isa_limit();
+}
+
+// ------------------------------------------------------------------------------ q8 decode, int8 activations
+
+TEST(Q8Activations, EveryValueWithinHalfAStepOfItsBlocksAmaxOver127) {
+  for (i64 K : {1, 13, 32, 37, 100, 576}) {
+    auto x = random_vec(std::size_t(K), std::uint32_t(K), -3.0f, 3.0f);
+    if (K > 40) x[33] = 0.0f, x[7] = -50.0f;  // a block with one large value
+    const i64 blocks = (K + 31) / 32;
+    std::vector<std::int8_t> q(std::size_t(blocks * 32), 99);
+    std::vector<float> d(static_cast<std::size_t>(blocks));
+    muninn::q8_quantize_activations(x.data(), K, q.data(), d.data());
+    for (i64 j = 0; j < blocks; ++j) {
+      double amax = 0;
+      for (i64 k = j * 32; k < std::min(K, j * 32 + 32); ++k) amax = std::max(amax, std::fabs(double(x[std::size_t(k)])));
+      const double dj = d[std::size_t(j)];
+      ASSERT_LE(std::fabs(dj - amax / 127), amax / 127 * 1e-7) << "K " << K << " block " << j;
+      for (i64 k = j * 32; k < j * 32 + 32; ++k) {
+        const int v = q[std::size_t(k)];
+        ASSERT_LE(std::abs(v), 127);
+        if (k >= K) {
+          ASSERT_EQ(v, 0) << "padding past K at " << k;
+          continue;
+        }
+        // Round to nearest: x/d within half a step of q (up to the division's rounding).
+        ASSERT_LE(std::fabs(double(x[std::size_t(k)]) / dj - v), 0.5 * (1 + 1e-6)) << "K " << K << " at " << k;
+      }
+    }
+  }
+  // An all-zero block: scale 0, values 0. A NaN or infinity: a NaN scale (outputs become NaN).
+  std::vector<float> x(64, 0.0f);
+  x[40] = std::numeric_limits<float>::infinity();
+  std::int8_t q[64];
+  float d[2];
+  muninn::q8_quantize_activations(x.data(), 64, q, d);
+  EXPECT_EQ(d[0], 0.0f);
+  EXPECT_TRUE(std::isnan(d[1]));
+  for (int k = 0; k < 64; ++k) EXPECT_EQ(q[k], 0) << k;
+}
+
+TEST(Q8Activations, ANonFiniteActivationMakesTheOutputsNaN) {
+  const i64 N = 5, K = 100;
+  const auto w = random_vec(std::size_t(N * K), 1);
+  const muninn::host_weight b(host_backend{1}, w.data(), N, K, K, weight_format::q8);
+  for (auto isa : isa_levels()) {
+    muninn::set_host_isa_limit(isa);
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      auto a = random_vec(std::size_t(K), 2);
+      a[70] = bad;
+      std::vector<float> c(std::size_t(N), 0.0f);
+      muninn::gemm_nt(host_backend{1}, 1, N, K, 1.0f, a.data(), K, b.view(), 0.0f, c.data(), N);
+      for (float v : c) EXPECT_TRUE(std::isnan(v)) << v << " isa " << muninn::host_isa_name(isa);
+    }
+  }
+  muninn::clear_host_isa_limit();
+}
+
+// (c) Every level this CPU runs gives the generic level's result within both bounds added.
+TEST(Q8Activations, EveryLevelAgreesWithGenericWithinTheSumsBound) {
+  for (const gemm_case& c : kCases) {
+    if (c.M != 1) continue;
+    const auto src = random_vec(std::size_t(c.N * c.K), 21);
+    const muninn::host_weight w(host_backend{1}, src.data(), c.N, c.K, c.K, weight_format::q8);
+    const auto A = random_vec(std::size_t(c.K), 22);
+    const auto C0 = random_vec(std::size_t(c.N), 23);
+    const int8_ref r = int8_oracle(c.N, c.K, c.alpha, A.data(), widened(w), c.beta, C0.data());
+    std::vector<float> generic;
+    for (auto isa : isa_levels()) {
+      muninn::set_host_isa_limit(isa);
+      auto C = C0;
+      muninn::gemm_nt(host_backend{1}, 1, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, C.data(), c.N);
+      if (isa == muninn::host_isa::generic) {
+        generic = C;
+        continue;
+      }
+      for (std::size_t i = 0; i < C.size(); ++i)
+        ASSERT_LE(std::fabs(double(C[i]) - double(generic[i])), 2 * r.gamma * r.mag[i] + 1e-30)
+            << muninn::host_isa_name(isa) << " against generic, 1x" << c.N << "x" << c.K << " at " << i;
+    }
+  }
+  muninn::clear_host_isa_limit();
+}
+
+// (d) Bitwise the same at 1, 2 and 3 threads, with N large enough for parallel_for to split the
+// rows (grain max(8, 65536 / K) rows), on every level.
+TEST(Q8Activations, ResultsDoNotDependOnTheThreadCount) {
+  const gemm_case cases[] = {{1, 300, 1000, 1.0f, 0.0f}, {1, 2000, 100, 0.5f, 1.0f}, {1, 64, 5280, 1.0f, 0.0f}};
+  for (auto isa : isa_levels()) {
+    muninn::set_host_isa_limit(isa);
+    for (const gemm_case& c : cases) {
+      ASSERT_GE(c.N, 2 * std::max<i64>(8, 65536 / c.K)) << "this case would not be split";
+      const auto src = random_vec(std::size_t(c.N * c.K), 31);
+      const muninn::host_weight w(host_backend{1}, src.data(), c.N, c.K, c.K, weight_format::q8);
+      const auto A = random_vec(std::size_t(c.K), 32);
+      const auto C0 = random_vec(std::size_t(c.N), 33);
+      auto one = C0;
+      muninn::gemm_nt(host_backend{1}, 1, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, one.data(), c.N);
+      for (int t : {2, 3}) {
+        auto many = C0;
+        muninn::gemm_nt(host_backend{t}, 1, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, many.data(), c.N);
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
+            << muninn::host_isa_name(isa) << " 1x" << c.N << "x" << c.K << " at " << t << " threads";
+      }
+    }
   }
   muninn::clear_host_isa_limit();
 }

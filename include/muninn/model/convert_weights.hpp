@@ -18,7 +18,10 @@ namespace muninn::detail {
 /// \brief Converts host matrices one at a time and keeps count of the memory it changes.
 ///
 /// Matrices are keyed by their fp32 storage: a buffer borrowed from another layer (a
-/// Mixture-of-Recursions recursion that shares a stored copy) gets the same converted copy.
+/// Mixture-of-Recursions recursion that shares a stored copy) gets the same converted copy. An
+/// owned buffer is always converted afresh: when a model converts layer by layer while it loads,
+/// a later layer's buffer may be allocated where a converted and freed one was, and must not be
+/// taken for it.
 class weight_converter {
  public:
   /// \brief A converter to `format` on `be` (its thread pool converts the rows).
@@ -28,7 +31,8 @@ class weight_converter {
   /// An empty `b` gives null.
   std::shared_ptr<const host_weight> take(host_buffer<float>& b, std::int64_t K, const std::string& name) {
     if (!b.size()) return nullptr;
-    std::shared_ptr<const host_weight> c = copy(b.data(), std::int64_t(b.size()) / K, K, name);
+    const std::int64_t rows = std::int64_t(b.size()) / K;
+    std::shared_ptr<const host_weight> c = b.owns() ? convert(b.data(), rows, K, name) : copy(b.data(), rows, K, name);
     if (b.owns()) freed_ += b.size() * sizeof(float);
     b = host_buffer<float>();
     return c;
@@ -37,10 +41,7 @@ class weight_converter {
   std::shared_ptr<const host_weight> copy(const float* w, std::int64_t rows, std::int64_t K, const std::string& name) {
     auto it = seen_.find(w);
     if (it != seen_.end()) return it->second;
-    auto c = std::make_shared<const host_weight>(be_, w, rows, K, K, format_, name);
-    added_ += c->bytes();
-    seen_.emplace(w, c);
-    return c;
+    return convert(w, rows, K, name);
   }
   /// \brief The layer's four projection matrices converted (its token-mixing MLP stays fp32).
   void layer(layer_weights<host_backend, float>& w, const layer_dims& d, const std::string& name) {
@@ -55,6 +56,13 @@ class weight_converter {
   std::size_t added() const { return added_; }
 
  private:
+  std::shared_ptr<const host_weight> convert(const float* w, std::int64_t rows, std::int64_t K, const std::string& name) {
+    auto c = std::make_shared<const host_weight>(be_, w, rows, K, K, format_, name);
+    added_ += c->bytes();
+    seen_[w] = c;
+    return c;
+  }
+
   const host_backend& be_;
   weight_format format_;
   std::map<const float*, std::shared_ptr<const host_weight>> seen_;

@@ -36,6 +36,20 @@ using recursion_layers_t = decltype(std::declval<W&>().recursion_layers);
 /// \brief Whether a family's weights keep extra layers beside the stack (see model::store_weights_as).
 template <class W>
 inline constexpr bool has_recursion_layers = detected_v<W, recursion_layers_t>;
+
+/// \brief A layer hook's type, for detecting loaders that take one.
+template <class Backend, class T>
+struct layer_hook_probe {
+  void operator()(layer_group, std::size_t, layer_weights<Backend, T>&) const {}
+};
+template <class F, class Backend, class T, class Block, class = void>
+struct loads_layer_by_layer : std::false_type {};
+template <class F, class Backend, class T, class Block>
+struct loads_layer_by_layer<F, Backend, T, Block,
+                            std::void_t<decltype(F::template load_weights<Backend, T, Block>(
+                                std::declval<const Backend&>(), std::declval<const io::checkpoint&>(),
+                                std::declval<const typename F::config_type&>(),
+                                std::declval<layer_hook_probe<Backend, T>&>()))>> : std::true_type {};
 }  // namespace detail
 
 /// \brief A (recurrent-depth) language model on a backend.
@@ -89,6 +103,45 @@ class model {
     init_dims();
   }
 
+  /// \brief Loads as load(dir, be), with the matrices stored in `format` (store_weights_as).
+  static model load(const std::string& dir, Backend be, muninn::weight_format format) {
+    config_type cfg = family_policy::read_config(dir);
+    io::checkpoint ck = family_policy::open_checkpoint(dir, cfg);
+    return model(std::move(be), std::move(cfg), ck, format);
+  }
+
+  /// \brief Builds a model from an opened checkpoint with its matrices stored in `format` (bf16 or
+  /// q8 on the host; fp32 on any backend), the same weights store_weights_as(format) makes.
+  ///
+  /// Where the FamilyPolicy shows each layer as it is read (its `load_weights` takes an
+  /// `on_layer` hook: Huginn, Llama), each layer is converted before the next is read, so the
+  /// load's peak memory is the converted model plus one layer and the fp32 embedding and head,
+  /// instead of the whole fp32 model; other families load in fp32 and convert afterwards.
+  /// \throws muninn::error as the plain constructor, or when a matrix cannot be quantized
+  model(Backend be, config_type cfg, const io::checkpoint& ck, muninn::weight_format format)
+      : be_(std::move(be)), cfg_(std::move(cfg)) {
+    check_config_matches_arch();
+    init_dims();
+    if constexpr (std::is_same_v<typename Backend::tag, host_tag> &&
+                  detail::loads_layer_by_layer<family_policy, Backend, T, block_policy>::value) {
+      if (format != weight_format::f32) {
+        detail::weight_converter c(be_, format);
+        w_ = family_policy::template load_weights<Backend, T, block_policy>(
+            be_, ck, cfg_, [&](layer_group g, std::size_t j, layer_weights<Backend, T>& layer) {
+              c.layer(layer, dims_, layer_name(g, j));
+            });
+        finish_conversion(c, format);
+        return;
+      }
+    }
+    w_ = family_policy::template load_weights<Backend, T, block_policy>(be_, ck, cfg_);
+    if constexpr (std::is_same_v<typename Backend::tag, host_tag>)
+      store_weights_as(format);
+    else
+      MUNINN_CHECK(format == weight_format::f32, "bf16 / q8 weight formats are a host_backend option (asked for ",
+                   weight_format_name(format), ")");
+  }
+
   /// \brief Builds a model around weights made elsewhere (random weights for benchmarks, tests).
   model(Backend be, config_type cfg, weights_type w)
       : be_(std::move(be)), cfg_(std::move(cfg)), w_(std::move(w)) {
@@ -131,20 +184,9 @@ class model {
       std::vector<layer_weights<Backend, T>>& group = g == layer_group::prelude ? w_.prelude
                                                      : g == layer_group::core   ? w_.core
                                                                                 : w_.coda;
-      for (std::size_t j = 0; j < group.size(); ++j)
-        c.layer(group[j], dims_, std::string(layer_group_name(g)) + " layer " + std::to_string(j));
+      for (std::size_t j = 0; j < group.size(); ++j) c.layer(group[j], dims_, layer_name(g, j));
     }
-    if constexpr (detail::has_recursion_layers<weights_type>)
-      for (std::size_t j = 0; j < w_.recursion_layers.size(); ++j)
-        c.layer(w_.recursion_layers[j], dims_, "recursion layer " + std::to_string(j));
-    if constexpr (head_reads_output_matrix<head_policy>()) {
-      const std::int64_t V = cfg_.vocab_size, h = cfg_.n_embd;
-      w_.head_converted = cfg_.tie_embeddings ? c.copy(w_.wte.data(), V, h, "output matrix (tied embedding)")
-                                              : c.take(w_.lm_head, h, "lm_head");
-    }
-    converted_freed_ = c.freed();
-    converted_added_ = c.added();
-    format_ = format;
+    finish_conversion(c, format);
   }
   /// \brief Host: the converted output matrix the head reads, or null (fp32).
   const host_weight* output_converted() const { return w_.head_converted.get(); }
@@ -359,6 +401,27 @@ class model {
                               cfg_.mean_recurrence};
     sharing_policy::check(sharing_, cfg_.source.empty() ? "config" : cfg_.source);
     family_check<family_policy, Arch>(cfg_);
+  }
+
+  /// The name a converted layer's matrices carry in errors ("core layer 2 qkv").
+  static std::string layer_name(layer_group g, std::size_t j) {
+    return std::string(layer_group_name(g)) + " layer " + std::to_string(j);
+  }
+
+  /// After the stack's layers went through `c`: the family's extra layers and the output matrix
+  /// converted, and the memory counts and format recorded.
+  void finish_conversion(detail::weight_converter& c, muninn::weight_format format) {
+    if constexpr (detail::has_recursion_layers<weights_type>)
+      for (std::size_t j = 0; j < w_.recursion_layers.size(); ++j)
+        c.layer(w_.recursion_layers[j], dims_, "recursion layer " + std::to_string(j));
+    if constexpr (head_reads_output_matrix<head_policy>()) {
+      const std::int64_t V = cfg_.vocab_size, h = cfg_.n_embd;
+      w_.head_converted = cfg_.tie_embeddings ? c.copy(w_.wte.data(), V, h, "output matrix (tied embedding)")
+                                              : c.take(w_.lm_head, h, "lm_head");
+    }
+    converted_freed_ = c.freed();
+    converted_added_ = c.added();
+    format_ = format;
   }
 
   void init_dims() {

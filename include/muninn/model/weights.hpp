@@ -2,6 +2,7 @@
 /// \file
 /// \brief Weight storage of a model on its backend, and reading one tensor of a checkpoint into it.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include "muninn/core/config.hpp"
 #include "muninn/core/dtype.hpp"
 #include "muninn/core/error.hpp"
+#include "muninn/engine/kv_cache.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/nn/layer_weights.hpp"
 #include "muninn/ops/weight.hpp"
@@ -39,6 +41,19 @@ struct model_weights {
   /// \brief Host only: the output matrix in a bf16 or q8 format (null: fp32). Tied, it is a copy
   /// beside the fp32 embedding the lookups read; untied, it replaces `lm_head`, which is then empty.
   std::shared_ptr<const host_weight> head_converted;
+};
+
+/// \brief The layer hook of a loader that takes none: does nothing.
+///
+/// A FamilyPolicy may offer `load_weights(be, ck, cfg, on_layer)` beside the plain form: it calls
+/// `on_layer(group, index, layer)` with each stored layer of the stack right after reading it and
+/// before reading the next, so that the model can convert the layer's matrices to a bf16 or q8
+/// format while the rest loads (model's constructor with a weight_format): the load then never
+/// holds every layer in fp32 at once. The hook may empty the layer's projection buffers.
+struct ignore_layers {
+  /// \brief Does nothing with layer `index` of `group`.
+  template <class Layer>
+  void operator()(layer_group, std::size_t, Layer&) const {}
 };
 
 namespace detail {

@@ -4,14 +4,18 @@
 ///
 /// fp32 weights go to gemm_nt's own kernels. bf16 and q8 weights:
 /// - M = 1 (decode): a GEMV that reads each weight once and widens it in registers
-///   (ops/lowp_kernels.hpp, the widest instruction set this CPU runs).
+///   (ops/lowp_kernels.hpp, the widest instruction set this CPU runs). For q8 the activation row
+///   is first quantized to int8 per block of 32 (q8_quantize_activations, once per call) and the
+///   GEMV runs integer dot products (`host_backend::q8_int8_activations`, on by default).
 /// - 2 <= M <= 8: a few rows of B at a time widened into an L1-sized fp32 buffer, then the fp32
 ///   dot-product tiles: the conversion is paid once for all M rows.
 /// - M > 8 (prefill): the fp32 blocked GEMM, each strip of NR rows of B widened into a buffer
 ///   once per K block and reused by every row panel of A.
-/// Every sum is fp32 in an order fixed by the shapes, so results do not depend on the thread count.
+/// Every sum is fp32 (the q8 decode's per-block sums int32, exact) in an order fixed by the
+/// shapes, so results do not depend on the thread count.
 /// With `host_backend::batch_invariant` every M widens groups of rows and runs the dot-product
-/// order, as gemm_nt does for fp32: a row's result does not depend on the rows sharing the call.
+/// order, as gemm_nt does for fp32: a row's result does not depend on the rows sharing the call
+/// (so no int8 activations there: they would make M = 1 differ from the same row in a batch).
 
 #include <algorithm>
 #include <cstdint>
@@ -31,6 +35,19 @@ inline float* lowp_buffer(std::size_t floats) {
   static thread_local std::vector<float> buf;
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
+}
+
+/// \brief The calling thread's buffers for a row of int8 activations of `K` values (q8 decode),
+/// grown on demand: the GEMV quantizes into them once, before its threads start, and every
+/// thread reads them.
+inline void q8_act_buffer(std::int64_t K, std::int8_t*& q, float*& d) {
+  static thread_local std::vector<std::int8_t> qs;
+  static thread_local std::vector<float> ds;
+  const std::size_t blocks = std::size_t((K + q8_block - 1) / q8_block);
+  if (qs.size() < blocks * q8_block) qs.resize(blocks * q8_block);
+  if (ds.size() < blocks) ds.resize(blocks);
+  q = qs.data();
+  d = ds.data();
 }
 
 /// \brief B's rows for gemm_blocked_rows from a bf16 or q8 weight: each strip widened into a buffer.
@@ -81,6 +98,15 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
   const detail::lowp::kernels k = detail::lowp::active();
   if (M == 1 && !be.batch_invariant) {
     const std::int64_t grain = std::max<std::int64_t>(8, 65536 / K);
+    if (B.format == weight_format::q8 && be.q8_int8_activations) {
+      std::int8_t* q = nullptr;
+      float* d = nullptr;
+      detail::q8_act_buffer(K, q, d);
+      q8_quantize_activations(A, K, q, d);  // once, before the threads: every chunk reads the same
+      const detail::lowp::q8_act a{q, d};
+      be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv_q8a(B, b, e, K, alpha, a, beta, C); });
+      return;
+    }
     be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv(B, b, e, K, alpha, A, beta, C); });
     return;
   }

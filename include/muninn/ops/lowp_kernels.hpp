@@ -6,10 +6,20 @@
 /// One body (ops/lowp_kernels_body.inc) is included once per level, in a namespace of its own and
 /// under that level's `#pragma GCC target`, so the same source becomes SSE2/NEON, AVX2 and
 /// AVX-512 code in one binary (the int8 widening uses the level's instructions: vector extensions
-/// alone make GCC convert lane by lane). Weights are widened in registers (bf16: a
+/// alone make GCC convert lane by lane). `gemv` and `to_f32` widen weights in registers (bf16: a
 /// 16-bit shift; q8: sign-extend and convert, then the block's scale) and every product and sum is
-/// fp32: the activations are never rounded. (AVX-512 BF16's dot-product instruction would need the
+/// fp32: the activations are not rounded. (AVX-512 BF16's dot-product instruction would need the
 /// activations in bf16, a precision loss that buys nothing in a GEMV bound by weight bytes.)
+///
+/// The exception is `gemv_q8a`, the q8 decode GEMV: there the activation row is rounded to int8
+/// per block of 32 (q8_quantize_activations, by the caller, once per call) and each block is an
+/// exact integer dot product, scaled once. Widening every int8 weight to fp32 costs a
+/// sign-extension, a conversion and an FMA per weight, which on an AVX2 core with 128-bit units
+/// (Zen 1) ran at 4.4 GB/s of weights, half what the core streams; byte-by-byte multiply-adds
+/// (maddubs, then madd to int32) do 32 products in a few instructions and reach the memory's pace.
+/// The price is one more rounding, of the activations (each within half a step of its block's
+/// amax/127), measured on whole models in docs/performance.md ("Weight formats");
+/// `host_backend::q8_int8_activations` turns it off.
 
 #include <cstdint>
 #include <cstring>
@@ -32,6 +42,12 @@
 namespace muninn {
 namespace detail {
 namespace lowp {
+
+/// \brief A row of activations quantized to int8 by q8_quantize_activations, for gemv_q8a.
+struct q8_act {
+  const std::int8_t* q;  ///< values, a multiple of 32 (zero past K)
+  const float* d;        ///< one scale per block of 32
+};
 
 /// \brief The generic level: the translation unit's own target, 4 lanes.
 namespace generic {
@@ -82,18 +98,19 @@ inline constexpr int W = 16;
 struct kernels {
   void (*gemv)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const float*, float, float*);
   void (*to_f32)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
+  void (*gemv_q8a)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const q8_act&, float, float*);
 };
 
 /// \brief The kernels of the active level (host_isa_active()).
 inline kernels active() {
 #if defined(MUNINN_LOWP_X86)
   switch (host_isa_active()) {
-    case host_isa::avx512: return {avx512::gemv, avx512::to_f32};
-    case host_isa::avx2: return {avx2::gemv, avx2::to_f32};
+    case host_isa::avx512: return {avx512::gemv, avx512::to_f32, avx512::gemv_q8a};
+    case host_isa::avx2: return {avx2::gemv, avx2::to_f32, avx2::gemv_q8a};
     default: break;
   }
 #endif
-  return {generic::gemv, generic::to_f32};
+  return {generic::gemv, generic::to_f32, generic::gemv_q8a};
 }
 
 }  // namespace lowp

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "muninn/core/dtype.hpp"
 #include "muninn/core/macros.hpp"
@@ -38,6 +39,48 @@ MUNINN_HOST_DEVICE inline bf16 q8_quantize_block(const float* x, int n, std::int
     q[i] = std::int8_t(std::fmax(-127.0f, std::fmin(127.0f, v)));
   }
   return d;
+}
+
+/// \brief Quantizes a row of `n` fp32 activations for the q8 decode GEMV's integer dot products.
+///
+/// Per block of 32 activations (the last one partial when n is not a multiple of 32): the scale
+/// d[j] = amax/127 in fp32, and q = round(x/d) (half away from zero) in [-127, 127], so every
+/// |x - q·d[j]| <= d[j]/2. q gets a multiple of 32 values, the ones past n set to 0, so that a
+/// partial last block runs as a whole one (its products past n are 0 whatever the weights hold).
+/// The scale is fp32 and not bf16 as for the weights: this copy is made once per GEMV and never
+/// stored, so the 2 extra bytes per block cost nothing, and an fp32 amax/127 is exact to 2⁻²⁴
+/// instead of bf16's 2⁻⁸ (a bf16 scale would have to be rounded up, widening every step by up
+/// to 0.4 %). A block holding a NaN or an infinity gets a NaN scale and q = 0, so the GEMV's
+/// outputs become NaN, as the fp32 kernel's would (not necessarily the same non-finite value).
+/// Every host_isa level's kernel reads this one function's output, and the tests reproduce it.
+/// \param x  the activations [n]
+/// \param n  how many
+/// \param q  out: the values [ceil(n / 32) · 32]
+/// \param d  out: the scales [ceil(n / 32)]
+MUNINN_HOST_DEVICE inline void q8_quantize_activations(const float* x, std::int64_t n, std::int8_t* q, float* d) {
+  for (std::int64_t k0 = 0, j = 0; k0 < n; k0 += q8_block, ++j) {
+    const int m = n - k0 < q8_block ? int(n - k0) : q8_block;
+    float amax = 0.0f;
+    bool finite = true;
+    for (int i = 0; i < m; ++i) {
+      const float a = std::fabs(x[k0 + i]);
+      finite = finite && a <= std::numeric_limits<float>::max();
+      amax = a > amax ? a : amax;
+    }
+    const float dj = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    d[j] = dj;
+    for (int i = 0; i < q8_block; ++i) {
+      // x/d, not x·(1/d): the division is rounded once, so |x/d| <= 127 up to one rounding.
+      // Rounded half away from zero by hand (truncate, then step on a remainder of a half or
+      // more: r - t is exact): std::round is a library call per value here, which cost 10 % of
+      // the GEMV at K = 576.
+      const float r = i < m && dj > 0.0f ? x[k0 + i] / dj : 0.0f;
+      int t = int(r);
+      const float f = r - float(t);
+      t += f >= 0.5f ? 1 : f <= -0.5f ? -1 : 0;
+      q[k0 + i] = std::int8_t(t > 127 ? 127 : t < -127 ? -127 : t);
+    }
+  }
 }
 
 }  // namespace muninn

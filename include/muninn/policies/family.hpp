@@ -14,6 +14,10 @@
 ///   shapes validated);
 /// - `template <class Backend, class T, class Block> static weights_type<Backend, T>
 ///   load_weights(const Backend&, const io::checkpoint&, const config_type&)`;
+/// - optionally the same `load_weights` with a fourth argument, a callable `on_layer(layer_group,
+///   std::size_t index, layer_weights<Backend, T>&)` called with each layer of the stack as soon
+///   as it is read (model/weights.hpp, `ignore_layers`): a model loaded straight into bf16 or q8
+///   then converts layer by layer and never holds the whole stack in fp32;
 /// - `static bool recognizes(const io::json& config)` for dispatch on config.json;
 /// - optionally `template <class Arch> static void check(const config_type&)`: throws when the
 ///   config asks for a structure other than the one Arch compiled in;

@@ -141,8 +141,9 @@ template <class Arch>
 std::unique_ptr<loaded_model> host_model(host_backend be, huginn_config cfg, const io::checkpoint& ck,
                                          detail::lm_extras x, weight_format weights) {
   using M = model<host_backend, float, Arch>;
-  M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck); });
-  as_kind(error_kind::checkpoint, [&] { detail::store_weights(m, weights, x); });
+  // Converted layer by layer while it loads: the fp32 stack is never resident as a whole.
+  M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck, weights); });
+  detail::add_weights_field(x.info, weights, m.weight_bytes());
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_exit_batch<M>);
 }
 

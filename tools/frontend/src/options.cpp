@@ -107,7 +107,8 @@ option_spec dtype_option() {
 option_spec quantize_option() {
   return choice("quantize", {"none", "q8"},
                 "cpu: the layers' projection matrices and the output matrix stored as 8-bit blocks of 32 with a "
-                "scale each, quantized at load (fp32 sums; CALM: its backbone's)",
+                "scale each, quantized at load (fp32 sums; one-token decode, unless batch-invariant, also rounds the "
+                "activations to int8 per block; CALM: its backbone's)",
                 "none", {"huginn", "llama", "mor", "calm", "trm"});
 }
 // Serving defaults to batch-invariant sums: a request then gives the same bits in any batch.

@@ -40,6 +40,12 @@ struct huginn {
   static huginn_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg) {
     return load_huginn_weights<Backend, T, Block>(be, ck, cfg);
   }
+  /// \brief The same, showing each layer to `on_layer` as soon as it is read (ignore_layers).
+  template <class Backend, class T, class Block, class OnLayer>
+  static huginn_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg,
+                                                 OnLayer&& on_layer) {
+    return load_huginn_weights<Backend, T, Block>(be, ck, cfg, on_layer);
+  }
   /// \brief The config names the block and injection of a Huginn checkpoint; they must be the
   /// ones the Arch compiled in (injection only matters where a state recurs).
   template <class Arch>

@@ -2,6 +2,7 @@
 /// \file
 /// \brief Loading a Huginn-layout checkpoint's parameters onto a backend.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -53,23 +54,29 @@ layer_weights<Backend, T> load_huginn_layer(const Backend& be, const io::checkpo
 /// \tparam Block the model's BlockPolicy: decides how many norms each layer must have.
 /// The RoPE table comes from the checkpoint's `freqs_cis` buffer when present (bit-exact with the
 /// reference), else it is computed in fp32 from `rope_base`.
-template <class Backend, class T, class Block>
-huginn_weights<Backend, T> load_huginn_weights(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg) {
+/// `on_layer(group, index, layer)` sees each layer of the stack as soon as it is read
+/// (ignore_layers); the untied head is read after the layers, so that it is not held beside them
+/// in fp32.
+template <class Backend, class T, class Block, class OnLayer = ignore_layers>
+huginn_weights<Backend, T> load_huginn_weights(const Backend& be, const io::checkpoint& ck, const huginn_config& cfg,
+                                               OnLayer&& on_layer = {}) {
   io::validate_huginn_checkpoint(ck, cfg);
   huginn_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
   w.wte = detail::load_tensor<Backend, T>(be, ck, "transformer.wte.weight", cnt);
-  if (!cfg.tie_embeddings) w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);
   if (cfg.injection_type == "linear") w.adapter = detail::load_tensor<Backend, T>(be, ck, "transformer.adapter.weight", cnt);
   w.ln_f = detail::load_tensor<Backend, T>(be, ck, "transformer.ln_f.weight", cnt);
-  auto load_group = [&](const char* group, std::int64_t count, std::vector<layer_weights<Backend, T>>& out) {
-    for (std::int64_t i = 0; i < count; ++i)
+  auto load_group = [&](layer_group g, const char* group, std::int64_t count, std::vector<layer_weights<Backend, T>>& out) {
+    for (std::int64_t i = 0; i < count; ++i) {
       out.push_back(detail::load_huginn_layer<Backend, T>(be, ck, cfg, std::string("transformer.") + group + "." + std::to_string(i),
                                                    Block::num_norms, cnt));
+      on_layer(g, std::size_t(i), out.back());
+    }
   };
-  load_group("prelude", cfg.n_layers_in_prelude, w.prelude);
-  load_group("core_block", cfg.n_layers_in_recurrent_block, w.core);
-  load_group("coda", cfg.n_layers_in_coda, w.coda);
+  load_group(layer_group::prelude, "prelude", cfg.n_layers_in_prelude, w.prelude);
+  load_group(layer_group::core, "core_block", cfg.n_layers_in_recurrent_block, w.core);
+  load_group(layer_group::coda, "coda", cfg.n_layers_in_coda, w.coda);
+  if (!cfg.tie_embeddings) w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);
 
   const std::int64_t half = cfg.head_dim / 2;
   const std::size_t table_n = std::size_t(cfg.block_size * half * 2);

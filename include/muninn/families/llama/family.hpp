@@ -39,6 +39,12 @@ struct llama {
   static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const llama_config& cfg) {
     return load_llama_weights<Backend, T, Block>(be, ck, cfg);
   }
+  /// \brief The same, showing each layer to `on_layer` as soon as it is read (ignore_layers).
+  template <class Backend, class T, class Block, class OnLayer>
+  static model_weights<Backend, T> load_weights(const Backend& be, const io::checkpoint& ck, const llama_config& cfg,
+                                                OnLayer&& on_layer) {
+    return load_llama_weights<Backend, T, Block>(be, ck, cfg, on_layer);
+  }
   /// \brief True for config.json files of this family: `model_type` "llama" or an `architectures`
   /// entry "LlamaForCausalLM".
   static bool recognizes(const io::json& config) {

@@ -93,19 +93,24 @@ layer_weights<Backend, T> load_llama_layer(const Backend& be, const io::checkpoi
 /// rows, mlp_proj = down_proj, and with the config's biases qk_bias = q bias; k bias, v_bias,
 /// o_bias, fc_bias = gate bias; up bias, mlp_proj_bias. The RoPE table is make_llama_rope_table(cfg).
 /// parameter_count counts each stored parameter once (the tied head is the embedding).
+/// `on_layer(layer_group::prelude, N, layer)` sees layer N as soon as it is read (ignore_layers);
+/// the untied head is read after the layers, so that it is not held beside them in fp32.
 /// \tparam Block the model's BlockPolicy; Llama layers hold two norms, so it must be block::pre_norm-like
-template <class Backend, class T, class Block>
-model_weights<Backend, T> load_llama_weights(const Backend& be, const io::checkpoint& ck, const llama_config& cfg) {
+template <class Backend, class T, class Block, class OnLayer = ignore_layers>
+model_weights<Backend, T> load_llama_weights(const Backend& be, const io::checkpoint& ck, const llama_config& cfg,
+                                             OnLayer&& on_layer = {}) {
   static_assert(Block::num_norms == 2,
                 "family::llama layers have two RMSNorms (input_layernorm, post_attention_layernorm): use block::pre_norm");
   io::validate_llama_checkpoint(ck, cfg);
   model_weights<Backend, T> w;
   std::int64_t* cnt = &w.parameter_count;
   w.wte = detail::load_tensor<Backend, T>(be, ck, "model.embed_tokens.weight", cnt);
-  if (!cfg.tie_embeddings) w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);
   w.ln_f = detail::load_tensor<Backend, T>(be, ck, "model.norm.weight", cnt);
-  for (std::int64_t i = 0; i < cfg.n_layers_in_prelude; ++i)
+  for (std::int64_t i = 0; i < cfg.n_layers_in_prelude; ++i) {
     w.prelude.push_back(detail::load_llama_layer<Backend, T>(be, ck, cfg, i, cnt));
+    on_layer(layer_group::prelude, std::size_t(i), w.prelude.back());
+  }
+  if (!cfg.tie_embeddings) w.lm_head = detail::load_tensor<Backend, T>(be, ck, "lm_head.weight", cnt);
   const std::vector<float> table = make_llama_rope_table(cfg);
   w.rope = be.template alloc<float>(table.size());
   be.upload(w.rope.data(), table.data(), table.size());
