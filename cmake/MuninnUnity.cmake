@@ -4,7 +4,7 @@
 # Why: the front-end, server and CLI files each include the same headers, whose inline functions and
 # templates (GEMM and attention kernels, checkpoint, safetensors, pickle and JSON readers, the thread
 # pool, standard containers) every file generates again at -O3; a group generates them once. Two
-# groups per target keep two cores busy (the Makefile generator builds one target at a time).
+# groups per target keep two cores busy where a target's objects wait for another target.
 # Sources not named (the CUDA unit) are compiled on their own. Memory and CPU per group:
 # docs/performance.md, "Build cost".
 function(muninn_unity_groups target)
