@@ -20,6 +20,10 @@
 #include "muninn/ops/reference/gemm.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_batch_invariant {
+
 namespace {
 
 using muninn::host_backend;
@@ -173,3 +177,5 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, BatchInvariantLlama,
                                                               weight_format::q8)));
 
 }  // namespace
+
+}  // namespace test_batch_invariant

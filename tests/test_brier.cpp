@@ -19,6 +19,10 @@
 #include "muninn/muninn.hpp"
 #include "muninn/runtime/brier.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_brier {
+
 namespace {
 
 using namespace muninn;
@@ -554,3 +558,5 @@ TEST(ModelBrier, BlocksAreCutFromTheStreamWithTheirOffsets) {
 }
 
 }  // namespace
+
+}  // namespace test_brier

@@ -25,6 +25,10 @@
 #include "test_io_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_calm {
+
 using namespace muninn;
 using calm = calm_model<host_backend, float>;
 
@@ -550,3 +554,5 @@ TEST_F(CalmRandom, BrierWithShortChunksRollsOutTheCollisionTerm) {
   }
   EXPECT_TRUE(mixed) << "no setting gave rollouts that both agreed and differed: the check is too weak";
 }
+
+}  // namespace test_calm

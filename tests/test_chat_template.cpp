@@ -16,6 +16,10 @@
 #define MUNINN_TEST_DATA_DIR "tests/data"
 #endif
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_chat_template {
+
 namespace {
 
 using muninn::io::chat_message;
@@ -238,3 +242,5 @@ TEST(ChatTemplate, WorkAndBytesAreChargedAsTheyAreProduced) {
 }
 
 }  // namespace
+
+}  // namespace test_chat_template

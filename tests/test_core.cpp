@@ -11,6 +11,10 @@
 #include "muninn/core/tensor.hpp"
 #include "muninn/families/huginn/arch.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_core {
+
 using namespace muninn;
 
 namespace {
@@ -125,3 +129,5 @@ TEST(Arch, HuginnDefaultsAndCustomCombination) {
   EXPECT_EQ(kv_cache::per_layer_slot::slot_id(lay, lim, layer_group::core, 31, 3), 129);
   EXPECT_EQ(kv_cache::per_layer_slot::slot_id(lay, lim, layer_group::coda, 0, 0), 130);
 }
+
+}  // namespace test_core

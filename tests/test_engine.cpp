@@ -10,6 +10,10 @@
 #include "muninn/muninn.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_engine {
+
 using namespace muninn;
 
 namespace {
@@ -194,3 +198,5 @@ TEST(KvCache, ReadsWithKeyPositionsMaskByPosition) {
 }
 
 }  // namespace
+
+}  // namespace test_engine

@@ -22,6 +22,10 @@
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_host_threads {
+
 namespace {
 
 using muninn::host_backend;
@@ -317,3 +321,5 @@ TEST(ThreadCountInvariance, HuginnLogitsAreBitwiseEqual) {
 }
 
 }  // namespace
+
+}  // namespace test_host_threads

@@ -26,6 +26,10 @@
 #include "muninn/io/safetensors.hpp"
 #include "test_io_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_io {
+
 namespace fs = std::filesystem;
 using muninn::dtype;
 using muninn::io::checkpoint;
@@ -1128,3 +1132,5 @@ TEST_F(huginn_ckpt, many_problems_are_summarised) {
 }
 
 }  // namespace
+
+}  // namespace test_io

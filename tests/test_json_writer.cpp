@@ -16,6 +16,10 @@
 #include "muninn/io/json.hpp"
 #include "muninn/io/json_writer.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_json_writer {
+
 using muninn::io::json;
 using muninn::io::json_object_builder;
 using muninn::io::json_value;
@@ -86,3 +90,5 @@ TEST(JsonWriter, DeepValuesAreWrittenWithoutRecursion) {
   EXPECT_EQ(text.substr(0, 3), "[[[");
   EXPECT_EQ(text.substr(text.size() - 3), "]]]");
 }
+
+}  // namespace test_json_writer

@@ -12,6 +12,10 @@
 #include "muninn/muninn.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_llama {
+
 using namespace muninn;
 
 namespace {
@@ -112,3 +116,5 @@ TEST(Llama, TokenizerAndChatTemplateMatchTransformers) {
 }
 
 }  // namespace
+
+}  // namespace test_llama

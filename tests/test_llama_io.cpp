@@ -30,6 +30,10 @@
 #include "muninn/model/policies.hpp"
 #include "test_io_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_llama_io {
+
 namespace fs = std::filesystem;
 using muninn::dtype;
 using muninn::llama_config;
@@ -890,3 +894,5 @@ TEST(llama_fixtures, v4_and_v5_configs_of_one_checkpoint_agree) {
 }
 
 }  // namespace
+
+}  // namespace test_llama_io

@@ -23,6 +23,10 @@
 #include "test_mor_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_mor {
+
 using namespace muninn;
 using v = std::vector<std::int64_t>;
 
@@ -541,3 +545,5 @@ TEST(MorDemo, TrainedModelMatchesTheReferenceOnHeldOutData) {
     }
   }
 }
+
+}  // namespace test_mor

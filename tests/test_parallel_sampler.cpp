@@ -9,6 +9,10 @@
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_parallel_sampler {
+
 using namespace muninn;
 
 namespace {
@@ -167,3 +171,5 @@ TEST(ParallelSampler, StreamSeedsAreDistinct) {
   const auto b = generate_parallel(tiny(), kPrompt, base(), quiet);
   EXPECT_TRUE(a.tokens != b.tokens || a.diffusion_steps != b.diffusion_steps || a.cache_clears != b.cache_clears);
 }
+
+}  // namespace test_parallel_sampler

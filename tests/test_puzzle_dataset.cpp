@@ -17,6 +17,10 @@
 #include "muninn/io/npy.hpp"
 #include "test_io_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_puzzle_dataset {
+
 namespace fs = std::filesystem;
 using muninn::io::puzzle_dataset;
 using muninn::io::puzzle_dtype;
@@ -351,3 +355,5 @@ TEST_F(puzzle_files, metadata) {
 }
 
 }  // namespace
+
+}  // namespace test_puzzle_dataset

@@ -12,6 +12,10 @@
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_runtime {
+
 using namespace muninn;
 
 namespace {
@@ -460,3 +464,5 @@ TEST(UncheckedEnd, LastCheckedKeepsTheCheckedLogits) {
   o.halt.check_every = 4;
   EXPECT_LE(max_abs_diff(m.forward(ids, o), at10), 1e-6);
 }
+
+}  // namespace test_runtime

@@ -8,6 +8,10 @@
 
 #include "muninn/runtime/sampling.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_sampling {
+
 namespace {
 
 using muninn::sampler;
@@ -242,3 +246,5 @@ TEST(Sampling, RejectsBadSettingsAndLogits) {
 }
 
 }  // namespace
+
+}  // namespace test_sampling

@@ -14,6 +14,10 @@
 #include "muninn/muninn.hpp"
 #include "test_model_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_sharing {
+
 using namespace muninn;
 
 namespace {
@@ -171,3 +175,5 @@ TEST(SharingPolicies, SequenceSharesEveryLayer) {
 }
 
 }  // namespace
+
+}  // namespace test_sharing

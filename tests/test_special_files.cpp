@@ -29,6 +29,10 @@
 #include "muninn/io/torch_file.hpp"
 #include "test_io_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_special_files {
+
 namespace {
 
 using muninn_test::outcome_in_child;
@@ -164,3 +168,5 @@ TEST_F(SpecialFiles, TheErrorSaysWhatThePathIs) {
 }
 
 }  // namespace
+
+}  // namespace test_special_files

@@ -16,6 +16,10 @@
 #include "test_io_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_taps {
+
 using namespace muninn;
 
 namespace {
@@ -492,3 +496,5 @@ TEST(Taps, GenerateBatchTapsNameThePrompt) {
   for (const auto& r : res) generated += r.tokens.size();
   EXPECT_EQ(checked, generated);
 }
+
+}  // namespace test_taps

@@ -18,6 +18,10 @@
 #define MUNINN_TEST_DATA_DIR "tests/data"
 #endif
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_tokenizer {
+
 namespace {
 
 using muninn::io::json;
@@ -467,3 +471,5 @@ TEST(Tokenizer, HugeTokenIdIsRefused) {
 }
 
 }  // namespace
+
+}  // namespace test_tokenizer

@@ -22,6 +22,10 @@
 #include "test_io_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_torch_io {
+
 namespace fs = std::filesystem;
 using muninn::dtype;
 using muninn::io::checkpoint;
@@ -290,3 +294,5 @@ TEST(Zip, TooShortOrNotZip) {
 }
 
 }  // namespace
+
+}  // namespace test_torch_io

@@ -20,6 +20,10 @@
 #include "test_trm_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_trm {
+
 using namespace muninn;
 using trm = trm_model<host_backend, float>;
 using muninn_test::trm_case;
@@ -481,3 +485,5 @@ TEST(TrmOps, TransposeBatched) {
 }
 
 }  // namespace
+
+}  // namespace test_trm

@@ -24,6 +24,10 @@
 #include "test_trm_util.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_weight_format_models {
+
 using namespace muninn;
 
 namespace {
@@ -408,3 +412,5 @@ TEST(WeightFormatModels, ConvertingTwiceIsAnError) {
 }
 
 }  // namespace
+
+}  // namespace test_weight_format_models

@@ -19,6 +19,10 @@
 #include "muninn/ops/reference/gemm.hpp"
 #include "test_util.hpp"
 
+// One namespace per file: the unit-test groups compile several files as one translation unit
+// (tests/CMakeLists.txt), where file-local names of two files must not meet.
+namespace test_weight_formats {
+
 namespace {
 
 using muninn::host_backend;
@@ -399,3 +403,5 @@ TEST(HostIsa, TheLimitCapsTheActiveLevel) {
 }
 
 }  // namespace
+
+}  // namespace test_weight_formats
