@@ -135,15 +135,6 @@ inline void add_weights_field(model_info& info, weight_format f, std::size_t byt
                                           human_bytes(double(bytes)) + " (host backend)");
 }
 
-/// \brief Stores a host model's matrices in `f` (model::store_weights_as) and adds the `info`
-/// line that says how the weights are held and their memory. (Families whose loader shows each
-/// layer as it is read load straight into `f` instead, and only add the line.)
-template <class M>
-void store_weights(M& m, weight_format f, lm_extras& x) {
-  m.store_weights_as(f);
-  add_weights_field(x.info, f, m.weight_bytes());
-}
-
 /// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`
 /// batch-invariant (the server's default), else each row count's fastest kernel.
 inline host_backend host_backend_of(const option_values& o) {

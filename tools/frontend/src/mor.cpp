@@ -151,8 +151,8 @@ template <class Arch>
 std::unique_ptr<loaded_model> host_model(host_backend be, mor_config cfg, const io::checkpoint& ck,
                                          detail::lm_extras x, weight_format weights) {
   using M = model<host_backend, float, Arch>;
-  M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck); });
-  as_kind(error_kind::checkpoint, [&] { detail::store_weights(m, weights, x); });
+  M m = as_kind(error_kind::checkpoint, [&] { return M(be, std::move(cfg), ck, weights); });
+  detail::add_weights_field(x.info, weights, m.weight_bytes());
   if constexpr (std::is_same_v<typename Arch::router_policy, router::expert_choice>)
     return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_depthwise_batch<M>);
   else
