@@ -3,10 +3,11 @@
 // weights the kernel reads (widened exactly), on every instruction-set path this CPU has
 // (generic, AVX2, AVX-512: set_host_isa_limit), at several thread counts.
 // Tolerance: as for fp32 GEMM, |C - ref| <= 1e-5 · Σ|alpha·a·b| + |beta·c| (fp32 summation error).
-// q8 decode (M = 1, not batch-invariant) quantizes the activation row to int8 per block of 32
-// first (q8_quantize_activations): there the reference is the double-precision loop over that
-// quantized row, within the fp32 sum over blocks' error, and within the activations' rounding
-// (half a step per element) of the fp32-activation reference.
+// q8 decode (M <= 8, not batch-invariant) quantizes each activation row to int8 per block of 32
+// first (q8_quantize_activations): there the reference is the double-precision loop over those
+// quantized rows, within the fp32 sum over blocks' error, and within the activations' rounding
+// (half a step per element) of the fp32-activation reference. For 2 <= M <= 8 each row must
+// also be bitwise the row decoded alone (M = 1).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -148,13 +149,14 @@ std::vector<muninn::host_isa> isa_levels() {
   return v;
 }
 
-// Whether gemm_nt runs this call with int8 activations (the q8 decode GEMV).
+// Whether gemm_nt runs this call with int8 activations (the q8 decode GEMV, one row or up to 8).
 bool int8_activations(const host_backend& be, weight_format fmt, i64 M) {
-  return fmt == weight_format::q8 && M == 1 && !be.batch_invariant && be.q8_int8_activations;
+  return fmt == weight_format::q8 && M <= 8 && !be.batch_invariant && be.q8_int8_activations;
 }
 
-// The oracle of the int8-activation GEMV: the activation row quantized by the shared function,
-// and C = alpha·Σ_k (qa_k·da_k)·w_k + beta·c in double, w the widened weights [N, K] (row stride K).
+// The oracle of the int8-activation GEMV and its multi-row form: each activation row (M rows,
+// stride lda) quantized by the shared function, and C = alpha·Σ_k (qa_k·da_k)·w_k + beta·c in
+// double, w the widened weights [N, K] (row stride K); results row-major [M, N].
 // The kernel sums each block's 32 products exactly (int32), rounds the block's scale product
 // da·dw once, and adds blocks in fp32: generic in 2 chains of ceil(blocks / 2), AVX2 in 8 lanes
 // of 2 chains; then the lanes, alpha and beta. The relative error of such a sum is at most
@@ -164,27 +166,30 @@ struct int8_ref {
   std::vector<double> want, mag, act_err;  // act_err: |alpha|·Σ_k |w_k|·da_k/2, the activations' rounding
   double gamma = 0;
 };
-int8_ref int8_oracle(i64 N, i64 K, float alpha, const float* a, const std::vector<float>& W, float beta,
+int8_ref int8_oracle(i64 M, i64 N, i64 K, float alpha, const float* A, i64 lda, const std::vector<float>& W, float beta,
                      const float* C0) {
   const i64 blocks = (K + 31) / 32;
   std::vector<std::int8_t> q(std::size_t(blocks * 32));
   std::vector<float> d(static_cast<std::size_t>(blocks));
-  muninn::q8_quantize_activations(a, K, q.data(), d.data());
   int8_ref r;
   const double n = double((blocks + 1) / 2 + 8), u = std::ldexp(1.0, -24);
   r.gamma = n * u / (1 - n * u);
-  for (i64 j = 0; j < N; ++j) {
-    double s = 0, m = 0, e = 0;
-    for (i64 k = 0; k < K; ++k) {
-      const double w = double(W[std::size_t(j * K + k)]), x = double(q[std::size_t(k)]) * double(d[std::size_t(k / 32)]);
-      s += x * w;
-      m += std::fabs(x * w);
-      e += std::fabs(w) * double(d[std::size_t(k / 32)]) / 2;
+  for (i64 row = 0; row < M; ++row) {
+    muninn::q8_quantize_activations(A + row * lda, K, q.data(), d.data());
+    for (i64 j = 0; j < N; ++j) {
+      double s = 0, m = 0, e = 0;
+      for (i64 k = 0; k < K; ++k) {
+        const double w = double(W[std::size_t(j * K + k)]);
+        const double x = double(q[std::size_t(k)]) * double(d[std::size_t(k / 32)]);
+        s += x * w;
+        m += std::fabs(x * w);
+        e += std::fabs(w) * double(d[std::size_t(k / 32)]) / 2;
+      }
+      const double c = beta == 0.0f ? 0.0 : double(beta) * double(C0[row * N + j]);
+      r.want.push_back(double(alpha) * s + c);
+      r.mag.push_back(std::fabs(double(alpha)) * m + std::fabs(c));
+      r.act_err.push_back(std::fabs(double(alpha)) * e);
     }
-    const double c = beta == 0.0f ? 0.0 : double(beta) * double(C0[j]);
-    r.want.push_back(double(alpha) * s + c);
-    r.mag.push_back(std::fabs(double(alpha)) * m + std::fabs(c));
-    r.act_err.push_back(std::fabs(double(alpha)) * e);
   }
   return r;
 }
@@ -211,8 +216,9 @@ void check_gemm(const host_backend& be, weight_format fmt, const gemm_case& c, s
   std::vector<double> mag(std::size_t(c.M * c.N));
   muninn::ref::gemm_nt_magnitude(c.M, c.N, c.K, c.alpha, A.data(), c.K, Bf.data(), c.K, c.beta, C0.data(), c.N,
                                  mag.data());
-  const int8_ref q = int8_activations(be, fmt, c.M) ? int8_oracle(c.N, c.K, c.alpha, A.data(), Bf, c.beta, C0.data())
-                                                    : int8_ref{};
+  const int8_ref q = int8_activations(be, fmt, c.M)
+                         ? int8_oracle(c.M, c.N, c.K, c.alpha, A.data(), c.K, Bf, c.beta, C0.data())
+                         : int8_ref{};
   for (std::size_t i = 0; i < C.size(); ++i) {
     if (!q.want.empty()) {
       // (a) the quantized-activation oracle, within the fp32 sum's error only; (b) the fp32
@@ -235,6 +241,7 @@ const gemm_case kCases[] = {
     {2, 50, 64, 1.0f, 0.0f},     {3, 17, 100, 2.0f, 0.5f},   {5, 70, 576, 1.0f, 0.0f},   {8, 96, 1536, 1.0f, 1.0f},
     {9, 40, 96, 1.0f, 0.0f},     {64, 576, 576, 1.0f, 0.0f}, {37, 50, 1000, 1.0f, 1.0f}, {200, 16, 4096, 1.0f, 0.0f},
     {130, 70, 70, 0.25f, 0.0f},  {1, 20, 13, 2.0f, 0.5f},    {1, 70, 100, -1.5f, 0.0f},  {1, 300, 1000, 1.0f, 0.0f},
+    {4, 20, 13, 2.0f, 0.5f},     {6, 70, 100, -1.5f, 0.0f},  {7, 33, 224, 0.5f, 1.0f},
 };
 
 // Backends: 1 and 2 threads, and q8 decode with its activations kept fp32
@@ -316,48 +323,123 @@ TEST(Q8Activations, ANonFiniteActivationMakesTheOutputsNaN) {
 // (c) Every level this CPU runs gives the generic level's result within both bounds added.
 TEST(Q8Activations, EveryLevelAgreesWithGenericWithinTheSumsBound) {
   for (const gemm_case& c : kCases) {
-    if (c.M != 1) continue;
+    if (c.M > 8) continue;
     const auto src = random_vec(std::size_t(c.N * c.K), 21);
     const muninn::host_weight w(host_backend{1}, src.data(), c.N, c.K, c.K, weight_format::q8);
-    const auto A = random_vec(std::size_t(c.K), 22);
-    const auto C0 = random_vec(std::size_t(c.N), 23);
-    const int8_ref r = int8_oracle(c.N, c.K, c.alpha, A.data(), widened(w), c.beta, C0.data());
+    const auto A = random_vec(std::size_t(c.M * c.K), 22);
+    const auto C0 = random_vec(std::size_t(c.M * c.N), 23);
+    const int8_ref r = int8_oracle(c.M, c.N, c.K, c.alpha, A.data(), c.K, widened(w), c.beta, C0.data());
     std::vector<float> generic;
     for (auto isa : isa_levels()) {
       muninn::set_host_isa_limit(isa);
       auto C = C0;
-      muninn::gemm_nt(host_backend{1}, 1, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, C.data(), c.N);
+      muninn::gemm_nt(host_backend{1}, c.M, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, C.data(), c.N);
       if (isa == muninn::host_isa::generic) {
         generic = C;
         continue;
       }
       for (std::size_t i = 0; i < C.size(); ++i)
         ASSERT_LE(std::fabs(double(C[i]) - double(generic[i])), 2 * r.gamma * r.mag[i] + 1e-30)
-            << muninn::host_isa_name(isa) << " against generic, 1x" << c.N << "x" << c.K << " at " << i;
+            << muninn::host_isa_name(isa) << " against generic, " << c.M << "x" << c.N << "x" << c.K << " at " << i;
     }
   }
   muninn::clear_host_isa_limit();
 }
 
 // (d) Bitwise the same at 1, 2 and 3 threads, with N large enough for parallel_for to split the
-// rows (grain max(8, 65536 / K) rows), on every level.
+// rows (grain max(8, 65536 / (K·M)) rows), on every level, one activation row and several.
 TEST(Q8Activations, ResultsDoNotDependOnTheThreadCount) {
-  const gemm_case cases[] = {{1, 300, 1000, 1.0f, 0.0f}, {1, 2000, 100, 0.5f, 1.0f}, {1, 64, 5280, 1.0f, 0.0f}};
+  const gemm_case cases[] = {{1, 300, 1000, 1.0f, 0.0f}, {1, 2000, 100, 0.5f, 1.0f}, {1, 64, 5280, 1.0f, 0.0f},
+                             {3, 200, 1000, 1.0f, 0.0f}, {8, 300, 100, 0.5f, 1.0f},  {5, 40, 5280, -1.0f, 0.0f}};
   for (auto isa : isa_levels()) {
     muninn::set_host_isa_limit(isa);
     for (const gemm_case& c : cases) {
-      ASSERT_GE(c.N, 2 * std::max<i64>(8, 65536 / c.K)) << "this case would not be split";
+      ASSERT_GE(c.N, 2 * std::max<i64>(8, 65536 / (c.K * c.M))) << "this case would not be split";
       const auto src = random_vec(std::size_t(c.N * c.K), 31);
       const muninn::host_weight w(host_backend{1}, src.data(), c.N, c.K, c.K, weight_format::q8);
-      const auto A = random_vec(std::size_t(c.K), 32);
-      const auto C0 = random_vec(std::size_t(c.N), 33);
+      const auto A = random_vec(std::size_t(c.M * c.K), 32);
+      const auto C0 = random_vec(std::size_t(c.M * c.N), 33);
       auto one = C0;
-      muninn::gemm_nt(host_backend{1}, 1, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, one.data(), c.N);
+      muninn::gemm_nt(host_backend{1}, c.M, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, one.data(), c.N);
       for (int t : {2, 3}) {
         auto many = C0;
-        muninn::gemm_nt(host_backend{t}, 1, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, many.data(), c.N);
+        muninn::gemm_nt(host_backend{t}, c.M, c.N, c.K, c.alpha, A.data(), c.K, w.view(), c.beta, many.data(), c.N);
         EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
-            << muninn::host_isa_name(isa) << " 1x" << c.N << "x" << c.K << " at " << t << " threads";
+            << muninn::host_isa_name(isa) << " " << c.M << "x" << c.N << "x" << c.K << " at " << t << " threads";
+      }
+    }
+  }
+  muninn::clear_host_isa_limit();
+}
+
+// (e) Batched decode, 2 <= M <= 8: every M against the double-precision oracle over the same
+// quantized rows (the fp32 sum's bound (a) above: each row's chains are the one-row kernel's),
+// with A and C strided (lda > K, ldc > N, the gaps left untouched), K < 32, a partial last block,
+// alpha and beta, on every level; and each row bitwise what the same row gives alone (M = 1).
+TEST(Q8Activations, EveryRowOfABatchIsThatRowDecodedAlone) {
+  for (auto isa : isa_levels()) {
+    muninn::set_host_isa_limit(isa);
+    for (i64 K : {13, 64, 100, 576})
+      for (i64 M = 2; M <= 8; ++M) {
+        const i64 N = 37 + M, lda = K + 5, ldc = N + 3;
+        const float alpha = M % 2 ? -1.5f : 0.75f, beta = M % 3 ? 0.5f : 0.0f;
+        const auto src = random_vec(std::size_t(N * K), std::uint32_t(41 + M + K), -0.5f, 0.5f);
+        const muninn::host_weight w(host_backend{1}, src.data(), N, K, K, weight_format::q8);
+        auto A = random_vec(std::size_t(M * lda), std::uint32_t(42 + M + K), -2.0f, 2.0f);
+        A[std::size_t(lda - 1)] = 1e30f;  // in the gap of row 0: must not be read
+        auto C0 = random_vec(std::size_t(M * ldc), std::uint32_t(43 + M + K));
+        std::vector<float> Cdense(std::size_t(M * N));  // C0 packed for the oracle
+        for (i64 m = 0; m < M; ++m)
+          for (i64 n = 0; n < N; ++n) Cdense[std::size_t(m * N + n)] = C0[std::size_t(m * ldc + n)];
+        const int8_ref r = int8_oracle(M, N, K, alpha, A.data(), lda, widened(w), beta, Cdense.data());
+        auto C = C0;
+        muninn::gemm_nt(host_backend{1}, M, N, K, alpha, A.data(), lda, w.view(), beta, C.data(), ldc);
+        for (i64 m = 0; m < M; ++m) {
+          auto alone = C0;
+          muninn::gemm_nt(host_backend{1}, 1, N, K, alpha, A.data() + m * lda, lda, w.view(), beta,
+                          alone.data() + m * ldc, ldc);
+          for (i64 n = 0; n < ldc; ++n) {
+            const std::size_t i = std::size_t(m * ldc + n);
+            if (n >= N) {
+              ASSERT_EQ(C[i], C0[i]) << "the gap past N of row " << m << " was written";
+              continue;
+            }
+            const std::size_t o = std::size_t(m * N + n);
+            ASSERT_LE(std::fabs(double(C[i]) - r.want[o]), r.gamma * r.mag[o] + 1e-30)
+                << muninn::host_isa_name(isa) << " M " << M << " K " << K << " row " << m << " column " << n;
+            ASSERT_EQ(std::memcmp(&C[i], &alone[i], 4), 0)
+                << muninn::host_isa_name(isa) << " M " << M << " K " << K << " row " << m << " column " << n << ": "
+                << C[i] << " in the batch, " << alone[i] << " alone";
+          }
+        }
+      }
+  }
+  muninn::clear_host_isa_limit();
+}
+
+// A NaN or infinity in one row of a batch makes that row's outputs NaN and leaves the others as
+// they are alone.
+TEST(Q8Activations, ANonFiniteActivationSpoilsOnlyItsOwnRow) {
+  const i64 M = 5, N = 9, K = 100;
+  const auto w = random_vec(std::size_t(N * K), 1);
+  const muninn::host_weight b(host_backend{1}, w.data(), N, K, K, weight_format::q8);
+  for (auto isa : isa_levels()) {
+    muninn::set_host_isa_limit(isa);
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+      auto a = random_vec(std::size_t(M * K), 2);
+      a[std::size_t(3 * K + 70)] = bad;
+      std::vector<float> c(std::size_t(M * N), 0.0f);
+      muninn::gemm_nt(host_backend{1}, M, N, K, 1.0f, a.data(), K, b.view(), 0.0f, c.data(), N);
+      for (i64 m = 0; m < M; ++m) {
+        std::vector<float> alone(std::size_t(N), 0.0f);
+        muninn::gemm_nt(host_backend{1}, 1, N, K, 1.0f, a.data() + m * K, K, b.view(), 0.0f, alone.data(), N);
+        for (i64 n = 0; n < N; ++n) {
+          const float v = c[std::size_t(m * N + n)];
+          if (m == 3)
+            EXPECT_TRUE(std::isnan(v)) << v << " isa " << muninn::host_isa_name(isa);
+          else
+            EXPECT_EQ(v, alone[std::size_t(n)]) << "row " << m << " isa " << muninn::host_isa_name(isa);
+        }
       }
     }
   }

@@ -7,8 +7,11 @@
 ///   (ops/lowp_kernels.hpp, the widest instruction set this CPU runs). For q8 the activation row
 ///   is first quantized to int8 per block of 32 (q8_quantize_activations, once per call) and the
 ///   GEMV runs integer dot products (`host_backend::q8_int8_activations`, on by default).
-/// - 2 <= M <= 8: a few rows of B at a time widened into an L1-sized fp32 buffer, then the fp32
-///   dot-product tiles: the conversion is paid once for all M rows.
+/// - 2 <= M <= 8, q8 with int8 activations: every row quantized the same way, then one kernel
+///   that reads each weight block once for all rows (lowp gemm_q8a); each row's result is bitwise
+///   the M = 1 one.
+/// - 2 <= M <= 8 otherwise: a few rows of B at a time widened into an L1-sized fp32 buffer, then
+///   the fp32 dot-product tiles: the conversion is paid once for all M rows.
 /// - M > 8 (prefill): the fp32 blocked GEMM, each strip of NR rows of B widened into a buffer
 ///   once per K block and reused by every row panel of A.
 /// Every sum is fp32 (the q8 decode's per-block sums int32, exact) in an order fixed by the
@@ -37,13 +40,14 @@ inline float* lowp_buffer(std::size_t floats) {
   return buf.data();
 }
 
-/// \brief The calling thread's buffers for a row of int8 activations of `K` values (q8 decode),
-/// grown on demand: the GEMV quantizes into them once, before its threads start, and every
-/// thread reads them.
-inline void q8_act_buffer(std::int64_t K, std::int8_t*& q, float*& d) {
+/// \brief The calling thread's buffers for `M` rows of int8 activations of `K` values each (q8
+/// decode), grown on demand: gemm_nt quantizes into them once per call, before its threads start,
+/// and every thread reads them. Row m's values start at q + m·ceil(K/32)·32, its scales at
+/// d + m·ceil(K/32).
+inline void q8_act_buffer(std::int64_t M, std::int64_t K, std::int8_t*& q, float*& d) {
   static thread_local std::vector<std::int8_t> qs;
   static thread_local std::vector<float> ds;
-  const std::size_t blocks = std::size_t((K + q8_block - 1) / q8_block);
+  const std::size_t blocks = std::size_t((K + q8_block - 1) / q8_block) * std::size_t(M);
   if (qs.size() < blocks * q8_block) qs.resize(blocks * q8_block);
   if (ds.size() < blocks) ds.resize(blocks);
   q = qs.data();
@@ -96,17 +100,30 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
     return;
   }
   const detail::lowp::kernels k = detail::lowp::active();
+  if (M <= 8 && !be.batch_invariant && B.format == weight_format::q8 && be.q8_int8_activations) {
+    // Decode, one row or a few (batched decode, parallel sampling, short chunks): each row
+    // quantized to int8 once, before the threads (every chunk reads the same), then integer dot
+    // products; for M >= 2 each weight block is read once for all rows. A row gets the same
+    // result whatever M is (the kernels share their order), so batching does not change decoding.
+    const std::int64_t grain = std::max<std::int64_t>(8, 65536 / (K * M));
+    const std::int64_t blocks = (K + q8_block - 1) / q8_block;
+    std::int8_t* q = nullptr;
+    float* d = nullptr;
+    detail::q8_act_buffer(M, K, q, d);
+    detail::lowp::q8_act a[8];
+    for (std::int64_t m = 0; m < M; ++m) {
+      a[m] = {q + m * blocks * q8_block, d + m * blocks};
+      q8_quantize_activations(A + m * lda, K, q + m * blocks * q8_block, d + m * blocks);
+    }
+    if (M == 1)
+      be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv_q8a(B, b, e, K, alpha, a[0], beta, C); });
+    else
+      be.parallel_for(N, grain,
+                      [&](std::int64_t b, std::int64_t e) { k.gemm_q8a(B, b, e, K, int(M), alpha, a, beta, C, ldc); });
+    return;
+  }
   if (M == 1 && !be.batch_invariant) {
     const std::int64_t grain = std::max<std::int64_t>(8, 65536 / K);
-    if (B.format == weight_format::q8 && be.q8_int8_activations) {
-      std::int8_t* q = nullptr;
-      float* d = nullptr;
-      detail::q8_act_buffer(K, q, d);
-      q8_quantize_activations(A, K, q, d);  // once, before the threads: every chunk reads the same
-      const detail::lowp::q8_act a{q, d};
-      be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv_q8a(B, b, e, K, alpha, a, beta, C); });
-      return;
-    }
     be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv(B, b, e, K, alpha, A, beta, C); });
     return;
   }

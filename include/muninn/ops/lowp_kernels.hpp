@@ -21,6 +21,7 @@
 /// amax/127), measured on whole models in docs/performance.md ("Weight formats");
 /// `host_backend::q8_int8_activations` turns it off.
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -99,18 +100,20 @@ struct kernels {
   void (*gemv)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const float*, float, float*);
   void (*to_f32)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float*, std::int64_t);
   void (*gemv_q8a)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, float, const q8_act&, float, float*);
+  void (*gemm_q8a)(const weight_view&, std::int64_t, std::int64_t, std::int64_t, int, float, const q8_act*, float, float*,
+                   std::int64_t);
 };
 
 /// \brief The kernels of the active level (host_isa_active()).
 inline kernels active() {
 #if defined(MUNINN_LOWP_X86)
   switch (host_isa_active()) {
-    case host_isa::avx512: return {avx512::gemv, avx512::to_f32, avx512::gemv_q8a};
-    case host_isa::avx2: return {avx2::gemv, avx2::to_f32, avx2::gemv_q8a};
+    case host_isa::avx512: return {avx512::gemv, avx512::to_f32, avx512::gemv_q8a, avx512::gemm_q8a};
+    case host_isa::avx2: return {avx2::gemv, avx2::to_f32, avx2::gemv_q8a, avx2::gemm_q8a};
     default: break;
   }
 #endif
-  return {generic::gemv, generic::to_f32, generic::gemv_q8a};
+  return {generic::gemv, generic::to_f32, generic::gemv_q8a, generic::gemm_q8a};
 }
 
 }  // namespace lowp
