@@ -159,43 +159,52 @@ TEST(WeightFormatModels, MorToken) {
 
 // Decode: the 24 tokens fed one at a time (a context with max_chunk 1), so every projection is a
 // GEMM of one row, the path where q8 quantizes its activations to int8
-// (host_backend::q8_int8_activations); the prefill checks above never take it. Against the fp32
-// model decoded the same way, with the int8 activations on (the default) and off, bounded by the
-// decode bounds above; the two must differ (the int8 path is taken) and the default must not
-// depend on the thread count.
+// (host_backend::q8_int8_activations); the prefill checks above never take it. Then in chunks of
+// 3 and of 8 tokens (short chunks, as speculative decoding and batched decode run them): GEMMs of
+// 3 and 8 rows, the multi-row int8 kernel. Against the fp32 model decoded the same way, with the
+// int8 activations on (the default) and off, bounded by the decode bounds above; the two must
+// differ (the int8 path is taken) and the default must not depend on the thread count.
 template <class M>
-std::vector<float> decode(const M& m, const std::vector<std::int32_t>& ids) {
+std::vector<float> decode(const M& m, const std::vector<std::int32_t>& ids, std::int64_t chunk = 1) {
   context_limits lim;
   lim.max_tokens = std::int64_t(ids.size());
-  lim.max_chunk = 1;
+  lim.max_chunk = chunk;
   auto ctx = m.make_context(lim);
   return m.forward(ctx, ids, zero_state(), logits_for::all);
 }
 
 template <class M>
 void check_q8_decode(const std::string& dir, const bounds& b) {
-  SCOPED_TRACE(dir + " q8 decode");
   const M ref = M::load(data + dir);
   const std::int64_t V = ref.config().vocab_size;
   const auto ids = prompt(V);
-  const std::vector<float> want = decode(ref, ids);
-  std::vector<float> got[2];
-  for (bool int8 : {true, false}) {
-    host_backend be;
-    be.num_threads = 1;
-    be.q8_int8_activations = int8;
-    M m = M::load(data + dir, be);
-    m.store_weights_as(weight_format::q8);
-    got[int8] = decode(m, ids);
-    expect_within(dir + (int8 ? " decode, int8 activations" : " decode, fp32 activations"), weight_format::q8, want,
-                  got[int8], V, b);
+  std::vector<float> one_at_a_time;
+  for (std::int64_t chunk : {1, 3, 8}) {
+    const std::string what = dir + " decode in chunks of " + std::to_string(chunk);
+    SCOPED_TRACE(what);
+    const std::vector<float> want = decode(ref, ids, chunk);
+    std::vector<float> got[2];
+    for (bool int8 : {true, false}) {
+      host_backend be;
+      be.num_threads = 1;
+      be.q8_int8_activations = int8;
+      M m = M::load(data + dir, be);
+      m.store_weights_as(weight_format::q8);
+      got[int8] = decode(m, ids, chunk);
+      expect_within(what + (int8 ? ", int8 activations" : ", fp32 activations"), weight_format::q8, want, got[int8], V,
+                    b);
+    }
+    EXPECT_NE(got[0], got[1]) << "the int8 activations changed nothing: decode did not take their kernels";
+    if (chunk == 1) one_at_a_time = got[1];
+    // Each row of a multi-row int8 GEMM is bitwise that row alone, and the rest of these models
+    // works row by row: decoding in chunks gives the very logits of one token at a time.
+    EXPECT_EQ(got[1], one_at_a_time) << "a row's int8 result depends on the rows decoded with it";
+    host_backend three;
+    three.num_threads = 3;
+    M m3 = M::load(data + dir, three);
+    m3.store_weights_as(weight_format::q8);
+    EXPECT_EQ(decode(m3, ids, chunk), got[1]) << "results depend on the thread count";
   }
-  EXPECT_NE(got[0], got[1]) << "the int8 activations changed nothing: decode did not take their GEMV";
-  host_backend three;
-  three.num_threads = 3;
-  M m3 = M::load(data + dir, three);
-  m3.store_weights_as(weight_format::q8);
-  EXPECT_EQ(decode(m3, ids), got[1]) << "results depend on the thread count";
 }
 
 TEST(WeightFormatModels, Q8DecodeLlamaTied) { check_q8_decode<llama_model>("llama/tiny_tied_mha", llama_q8_decode); }
