@@ -6,6 +6,9 @@
 // prefill: one call over a 128-token prompt on an empty cache, logits of the last position only.
 // decode:  after an untimed 128-token prefill, 64 single-token calls, each on the argmax of the
 //          previous logits.
+// batch:   `rows` sequences (arg) decoded together by forward_batch, one token each per call, 16
+//          calls after an untimed 32-token prefill of each: every projection a GEMM of `rows`
+//          rows (batched decode; for q8 the multi-row int8 kernel when rows <= 8).
 // The Bf16 and Q8 rows run the same model with its projection and output matrices stored in
 // that format (model::store_weights_as; the CLI's --dtype bf16 / --quantize q8).
 #include <benchmark/benchmark.h>
@@ -87,6 +90,41 @@ void BM_LlamaDecodeQ8(benchmark::State& state) { decode<muninn::weight_format::q
 BENCHMARK(BM_LlamaDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LlamaDecodeBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LlamaDecodeQ8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+template <muninn::weight_format F>
+void batch(benchmark::State& state) {
+  constexpr std::int64_t kBatchPrompt = 32, kSteps = 16;
+  const auto& m = model<F>();
+  const std::int64_t rows = state.range(0), V = m.config().vocab_size;
+  using context = decltype(m.make_context(1));
+  std::vector<context> ctxs;
+  for (std::int64_t r = 0; r < rows; ++r) ctxs.push_back(m.make_context(kBatchPrompt + kSteps));
+  std::vector<context*> ptrs;
+  for (auto& c : ctxs) ptrs.push_back(&c);
+  auto ws = m.make_workspace(rows * kBatchPrompt);
+  const auto ids = prompt();
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<std::vector<std::int32_t>> in;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      ctxs[std::size_t(r)].reset();
+      in.emplace_back(ids.begin() + r, ids.begin() + r + kBatchPrompt);  // a different prompt per row
+    }
+    auto out = m.forward_batch(ws, ptrs, in, {}, muninn::logits_for::last);
+    state.ResumeTiming();
+    for (std::int64_t t = 0; t < kSteps; ++t) {
+      for (std::int64_t r = 0; r < rows; ++r)
+        in[std::size_t(r)] = {std::int32_t(muninn::argmax_host(out[std::size_t(r)].data(), V))};
+      out = m.forward_batch(ws, ptrs, in, {}, muninn::logits_for::last);
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["tok_s"] = benchmark::Counter(double(rows * kSteps), benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_LlamaBatchDecode(benchmark::State& state) { batch<muninn::weight_format::f32>(state); }
+void BM_LlamaBatchDecodeQ8(benchmark::State& state) { batch<muninn::weight_format::q8>(state); }
+BENCHMARK(BM_LlamaBatchDecode)->ArgName("rows")->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LlamaBatchDecodeQ8)->ArgName("rows")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -338,7 +338,8 @@ void register_all() {
                // Batched decode at the SmolLM-135M shapes (MLP up/down, the 49152-row output
                // layer from DRAM): the q8 multi-row int8 kernel's range.
                {2, 1536, 576}, {2, 576, 1536}, {2, 49152, 576}, {4, 576, 1536}, {4, 49152, 576},
-               {8, 1536, 576}, {8, 576, 1536}, {8, 49152, 576}})
+               {8, 1536, 576}, {8, 576, 1536}, {8, 49152, 576}, {3, 1536, 576}, {5, 1536, 576}, {6, 1536, 576},
+               {7, 1536, 576}})
         wg.push_back({f, mnk[0], mnk[1], mnk[2], t});
       for (i64 K : {576, 1536, 5280}) wc.push_back({f, K, t});
     }

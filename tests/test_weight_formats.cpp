@@ -379,7 +379,7 @@ TEST(Q8Activations, ResultsDoNotDependOnTheThreadCount) {
 TEST(Q8Activations, EveryRowOfABatchIsThatRowDecodedAlone) {
   for (auto isa : isa_levels()) {
     muninn::set_host_isa_limit(isa);
-    for (i64 K : {13, 64, 100, 576})
+    for (i64 K : {13, 64, 100, 200, 576})  // 1, 2, 4, 7 and 18 blocks: an odd count ends one chain
       for (i64 M = 2; M <= 8; ++M) {
         const i64 N = 37 + M, lda = K + 5, ldc = N + 3;
         const float alpha = M % 2 ? -1.5f : 0.75f, beta = M % 3 ? 0.5f : 0.0f;
