@@ -99,10 +99,11 @@ struct host_backend {
   /// kernels"). Off: each row count gets its fastest kernel.
   bool batch_invariant = false;
 
-  /// \brief q8 decode (a GEMM of one row against q8 weights, not batch-invariant) quantizes the
-  /// activation row to int8 per block of 32 and runs integer dot products, as llama.cpp's Q8_0
-  /// does: about twice the speed on AVX2 cores, for one more rounding (each activation within half
-  /// a step of its block's amax/127; docs/performance.md, "Weight formats"). Off: the activations
+  /// \brief q8 decode (a GEMM of one to 8 rows against q8 weights, not batch-invariant) quantizes
+  /// each activation row to int8 per block of 32 and runs integer dot products, as llama.cpp's
+  /// Q8_0 does: about 1.5 to 2.5 times the speed on AVX2 cores, for one more rounding (each
+  /// activation within half a step of its block's amax/127; docs/performance.md, "Weight
+  /// formats"). A row's result is the same for any number of rows up to 8. Off: the activations
   /// stay fp32 and each int8 weight is widened to fp32 instead.
   bool q8_int8_activations = true;
 

@@ -11,9 +11,10 @@
 /// fp32: the activations are not rounded. (AVX-512 BF16's dot-product instruction would need the
 /// activations in bf16, a precision loss that buys nothing in a GEMV bound by weight bytes.)
 ///
-/// The exception is `gemv_q8a`, the q8 decode GEMV: there the activation row is rounded to int8
-/// per block of 32 (q8_quantize_activations, by the caller, once per call) and each block is an
-/// exact integer dot product, scaled once. Widening every int8 weight to fp32 costs a
+/// The exceptions are `gemv_q8a`, the q8 decode GEMV, and `gemm_q8a`, its form for 2 to 8 rows
+/// (batched decode): there each activation row is rounded to int8 per block of 32
+/// (q8_quantize_activations, by the caller, once per call) and each block is an exact integer dot
+/// product, scaled once; the multi-row kernel reads each weight block once for all its rows. Widening every int8 weight to fp32 costs a
 /// sign-extension, a conversion and an FMA per weight, which on an AVX2 core with 128-bit units
 /// (Zen 1) ran at 4.4 GB/s of weights, half what the core streams; byte-by-byte multiply-adds
 /// (maddubs, then madd to int32) do 32 products in a few instructions and reach the memory's pace.
