@@ -28,9 +28,10 @@ if(MUNINN_LTO)
   endif()
 endif()
 
-# muninn_lto(<target>...): turns LTO on for these targets when MUNINN_LTO is active. Every target
-# that compiles or links the front end's objects must be named: its objects hold no machine code
-# and a link without LTO would not find the front end's functions.
+# muninn_lto(<target>...): turns LTO on for these targets when MUNINN_LTO is active. Name every
+# target that compiles or links the front end's objects: they hold no machine code, so GCC
+# optimises at any link that takes them, and a named target's link does it with the units' options
+# (-flto=auto: the partitions on every core).
 function(muninn_lto)
   if(MUNINN_LTO_ACTIVE)
     set_target_properties(${ARGN} PROPERTIES INTERPROCEDURAL_OPTIMIZATION ON)
