@@ -94,6 +94,16 @@ def test_load_errors(muninn):
         muninn.load(TINY, dtype="bfloat16", quantize="q8")
     with raises(muninn, "UsageError", r"^quantize must be none\|q8, got 'q4'$"):
         muninn.load(TINY, quantize="q4")
+    with raises(muninn, "UsageError", r"^q8_activations must be int8\|fp32, got 'int4'$"):
+        muninn.load(TINY, quantize="q8", q8_activations="int4")
+    with raises(muninn, "UsageError",
+                r"^q8_activations chooses what q8 decode does with its activations; it needs quantize q8 \(on the cpu\)$"):
+        muninn.load(TINY, q8_activations="fp32")
+    with raises(muninn, "UsageError", r"^q8_activations int8 does not combine with kernels batch-invariant, whose one-row "
+                r"GEMM keeps fp32 activations.*; give kernels fastest or q8_activations fp32$"):
+        muninn.load(TINY, quantize="q8", q8_activations="int8", kernels="batch-invariant")
+    with raises(muninn, "UsageError", r"^q8_activations applies to .*checkpoints; this is .*TRM"):
+        muninn.load(TRM / "trm_mlpt_f32", quantize="q8", q8_activations="fp32")
     with raises(muninn, "UsageError", r"^device must be cpu\|cuda, got 'tpu'$"):
         muninn.load(TINY, device="tpu")
     with raises(muninn, "UsageError", r"^dtype must be float32 or bfloat16, got 'int8'$"):

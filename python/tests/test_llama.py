@@ -54,3 +54,24 @@ def test_info(llama):
     assert i["fields"]["block"] == "pre_norm"
     assert llama.family == "llama" and llama.vocab_size == 736 and llama.context == i["context"]
     assert "llama" in repr(llama)
+
+
+def test_q8_activations(muninn):
+    # q8 weights, one-token decode (a one-token forward: every projection a one-row GEMM). Oracle for
+    # q8_activations="fp32": kernels="batch-invariant", whose one-row GEMM keeps the activations fp32
+    # by another kernel (the two differ by rounding, below 3e-6 here); int8 rounds each activation by
+    # up to half a step of its block's amax/127, which moves this fixture's logits by 0.07 or more.
+    # The default is int8, bit for bit. (tests/test_frontend_options.cpp checks both settings
+    # against the library's model built with host_backend::q8_int8_activations each way.)
+    folder = DATA / "llama" / "tiny_tied_mha"
+    runs = {
+        "int8": muninn.load(folder, quantize="q8", q8_activations="int8"),
+        "fp32": muninn.load(folder, quantize="q8", q8_activations="fp32"),
+        "default": muninn.load(folder, quantize="q8"),
+        "invariant": muninn.load(folder, quantize="q8", kernels="batch-invariant"),
+    }
+    for token in (19, 65, 102):
+        got = {k: m.forward([token]) for k, m in runs.items()}
+        np.testing.assert_allclose(got["fp32"], got["invariant"], rtol=0, atol=1e-4)
+        assert np.abs(got["int8"] - got["invariant"]).max() > 1e-3, "int8 gave the fp32-activation logits"
+        np.testing.assert_array_equal(got["default"], got["int8"])

@@ -2,10 +2,10 @@
 # every flag a help text names is one the command accepts (not "unknown flag").
 # Usage: cmake -DEXE=muninn -P cli_help.cmake
 set(flags_info --model --config --ae --dtype --quantize)
-set(flags_forward --model --tokens --prompt --steps --init-state --seed --output --device --dtype --quantize --routing
-    --show-depths --dump --taps)
-set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-state --seed --device --dtype --quantize --greedy
-    --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
+set(flags_forward --model --tokens --prompt --steps --init-state --seed --output --device --dtype --quantize --q8-activations
+    --routing --show-depths --dump --taps)
+set(flags_generate --model --tokens --prompt --max-new-tokens --steps --init-state --seed --device --dtype --quantize
+    --q8-activations --greedy --stop --exit --exit-threshold --min-steps --max-steps --check-every --kv-budget --kv-fallback --warm-start
     --draft-steps --lookahead --temperature --top-k --top-p --min-p --repetition-penalty --dump-states --show-steps
     --sampler --num-samples --max-draws --chunk-order --noise --uniforms --ae --stream --ignore-eos --chat --system
     --dump --taps)

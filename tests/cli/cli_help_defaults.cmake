@@ -21,6 +21,8 @@ foreach(f exit-threshold min-steps max-steps check-every prefill-exit exit-parit
   set(base_generate_${f} ${base_generate} --exit kl)
 endforeach()
 set(base_generate_lookahead ${base_generate} --draft-steps 2)
+set(base_forward_q8-activations ${base_forward} --quantize q8)
+set(base_generate_q8-activations ${base_generate} --quantize q8)
 foreach(f top-k top-p min-p repetition-penalty)
   set(base_generate_${f} ${base_generate} --temperature 0.7)
 endforeach()

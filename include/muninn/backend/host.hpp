@@ -103,7 +103,8 @@ struct host_backend {
   /// activation row to int8 per block of 32 and runs integer dot products, as llama.cpp's Q8_0
   /// does: about twice the speed on AVX2 cores, for one more rounding (each activation within half
   /// a step of its block's amax/127; docs/performance.md, "Weight formats"). Off: the activations
-  /// stay fp32 and each int8 weight is widened to fp32 instead.
+  /// stay fp32 and each int8 weight is widened to fp32 instead. The front ends set it with
+  /// `--q8-activations int8|fp32` (Python: `q8_activations`).
   bool q8_int8_activations = true;
 
   /// \brief Human-readable name for logs and benchmark contexts.

@@ -441,7 +441,8 @@ std::string calm_family::redirect(operation op) {
 }
 
 std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const option_values& o) {
-  const weight_format weights = detail::device_of(o).weights;  // no --device for this family: the host
+  const detail::device_choice dev = detail::device_of(o);  // no --device for this family: the host
+  const weight_format weights = dev.weights;
   if (is_autoencoder_folder(f)) {
     if (weights != weight_format::f32)
       fail_as(error_kind::usage, "'", f.dir, "' is a CALM autoencoder on its own, which runs in fp32; ",
@@ -466,7 +467,8 @@ std::unique_ptr<loaded_model> calm_family::load(const model_folder& f, const opt
     return std::make_unique<ae_loaded>(std::move(ae), std::move(x));
   }
   const std::string ae_dir = find_option(o.op(), "ae") && o.has("ae") ? o.text("ae", "") : "";
-  calm_host m = as_kind(error_kind::checkpoint, [&] { return calm_host::load(f.dir, ae_dir); });
+  calm_host m =
+      as_kind(error_kind::checkpoint, [&] { return calm_host::load(f.dir, ae_dir, detail::host_backend_of(dev)); });
   as_kind(error_kind::checkpoint, [&] { m.store_weights_as(weights); });
   detail::lm_extras x;
   x.info = calm_info(f, m);

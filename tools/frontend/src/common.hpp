@@ -91,14 +91,20 @@ lm_structure llama_structure(const llama_config& cfg);
 
 namespace muninn::frontend::detail {
 
-/// \brief --device, --dtype and --quantize of `o` (cpu, fp32 when the operation has none of them).
+/// \brief --device, --dtype, --quantize and --q8-activations of `o` (cpu, fp32 when the operation has none
+/// of them).
 struct device_choice {
   bool cuda = false;  ///< --device cuda
   bool bf16 = false;  ///< --dtype bf16 with --device cuda: weights and activations in bf16
   weight_format weights = weight_format::f32;  ///< host: how the projection and output matrices are stored
+  /// host, q8 weights: one-token decode rounds its activations to int8 (--q8-activations int8, the
+  /// default; host_backend::q8_int8_activations)
+  bool q8_int8_activations = true;
 };
 
-/// \brief Reads --device / --dtype / --quantize and rejects what this build cannot run.
+/// \brief Reads --device / --dtype / --quantize / --q8-activations and rejects what this build cannot
+/// run. --q8-activations without --quantize q8 is an error, as --kernels is with --device cuda: a
+/// choice the run would silently ignore.
 inline device_choice device_of(const option_values& o) {
   device_choice d;
   const bool has_dtype = find_option(o.op(), "dtype"), has_quantize = find_option(o.op(), "quantize");
@@ -115,6 +121,12 @@ inline device_choice device_of(const option_values& o) {
     d.bf16 = bf16;
   else
     d.weights = bf16 ? weight_format::bf16 : q8 ? weight_format::q8 : weight_format::f32;
+  if (find_option(o.op(), "q8-activations") && o.has("q8-activations")) {
+    if (!q8)
+      fail_as(error_kind::usage, o.spelled("q8-activations"), " chooses what q8 decode does with its activations; ",
+              "it needs ", o.spelled("quantize"), " q8 (on the cpu)");
+    d.q8_int8_activations = o.choice("q8-activations") == "int8";
+  }
   if (d.cuda && o.has("kernels"))
     fail_as(error_kind::usage, o.spelled("kernels"), " chooses host kernels; with ", o.spelled("device"),
             " cuda, cuBLAS picks its own (batch invariance is not offered there)");
@@ -135,11 +147,27 @@ inline void add_weights_field(model_info& info, weight_format f, std::size_t byt
                                           human_bytes(double(bytes)) + " (host backend)");
 }
 
-/// \brief The host backend `o` asks for: batch-invariant GEMM sums with `kernels`
-/// batch-invariant (the server's default), else each row count's fastest kernel.
-inline host_backend host_backend_of(const option_values& o) {
+/// \brief The host backend `o` asks for (families that take --kernels): batch-invariant GEMM sums
+/// with `kernels` batch-invariant (the server's default), else each row count's fastest kernel;
+/// q8 decode's activations as `d` says. An explicit --q8-activations int8 with batch-invariant
+/// kernels is an error: their one-row GEMM keeps fp32 activations, so that a decode step alone
+/// gives the bits of the same row in a batch.
+inline host_backend host_backend_of(const option_values& o, const device_choice& d) {
   host_backend be;
   be.batch_invariant = find_option(o.op(), "kernels") && o.choice("kernels") == "batch-invariant";
+  be.q8_int8_activations = d.q8_int8_activations;
+  if (be.batch_invariant && d.q8_int8_activations && o.has("q8-activations"))
+    fail_as(error_kind::usage, o.spelled("q8-activations"), " int8 does not combine with ", o.spelled("kernels"),
+            " batch-invariant", o.has("kernels") ? "" : " (the default here)",
+            ", whose one-row GEMM keeps fp32 activations so that a decode step gives the bits of the same row "
+            "in a batch; give ", o.spelled("kernels"), " fastest or ", o.spelled("q8-activations"), " fp32");
+  return be;
+}
+
+/// \brief The host backend of a family without --kernels (CALM): q8 decode's activations as `d` says.
+inline host_backend host_backend_of(const device_choice& d) {
+  host_backend be;
+  be.q8_int8_activations = d.q8_int8_activations;
   return be;
 }
 

@@ -53,7 +53,7 @@ std::unique_ptr<loaded_model> huginn_family::load(const model_folder& f, const o
     return detail::load_cuda(detail::lm_kind::huginn, f, dev.bf16, std::move(x));
 #endif
   }
-  const host_backend be = detail::host_backend_of(o);
+  const host_backend be = detail::host_backend_of(o, dev);
   if (pre) return detail::huginn_host::prenorm_model(add, be, std::move(cfg), ck, std::move(x), dev.weights);
   using detail::huginn_host::host_model;
   return add ? host_model<detail::huginn_host::sandwich_add>(be, std::move(cfg), ck, std::move(x), dev.weights)

@@ -47,7 +47,7 @@ std::unique_ptr<loaded_model> llama_family::load(const model_folder& f, const op
   }
   using M = model<host_backend, float, llama_arch>;
   // Converted layer by layer while it loads: the fp32 stack is never resident as a whole.
-  M m = as_kind(error_kind::checkpoint, [&] { return M(detail::host_backend_of(o), std::move(cfg), ck, dev.weights); });
+  M m = as_kind(error_kind::checkpoint, [&] { return M(detail::host_backend_of(o, dev), std::move(cfg), ck, dev.weights); });
   detail::add_weights_field(x.info, dev.weights, m.weight_bytes());
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x));
 }

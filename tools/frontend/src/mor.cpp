@@ -187,7 +187,7 @@ std::unique_ptr<loaded_model> mor_family::load(const model_folder& f, const opti
   x.info = detail::lm_info(detail::lm_kind::mor, name, display, f, cfg, structure(cfg, ck), ck, io::mor_tensor_specs(cfg));
   detail::read_text_files(f, x);
   x.add_special = true;
-  const host_backend be = detail::host_backend_of(o);
+  const host_backend be = detail::host_backend_of(o, dev);
   if (cfg.mor.type == "token") return host_model<mor_token_arch>(be, std::move(cfg), ck, std::move(x), dev.weights);
   return host_model<mor_expert_arch>(be, std::move(cfg), ck, std::move(x), dev.weights);
 }

@@ -108,8 +108,18 @@ option_spec quantize_option() {
   return choice("quantize", {"none", "q8"},
                 "cpu: the layers' projection matrices and the output matrix stored as 8-bit blocks of 32 with a "
                 "scale each, quantized at load (fp32 sums; one-token decode, unless batch-invariant, also rounds the "
-                "activations to int8 per block; CALM: its backbone's)",
+                "activations to int8 per block: --q8-activations; CALM: its backbone's)",
                 "none", {"huginn", "llama", "mor", "calm", "trm"});
+}
+// What q8 decode does with its activation row (host_backend::q8_int8_activations). Only the families that
+// decode a token (CALM: a chunk) at a time take it: TRM / HRM run whole puzzles, never a one-row GEMM.
+// Given without --quantize q8, or int8 with batch-invariant kernels, it is an error (common.hpp, device_of).
+option_spec q8_activations_option() {
+  return choice("q8-activations", {"int8", "fp32"},
+                "with --quantize q8 on the cpu, one-token decode: int8 = round the activation row to int8 per block "
+                "of 32 and multiply bytes (llama.cpp's Q8_0 arithmetic, the faster); fp32 = keep the activations "
+                "exact, one rounding less (batch-invariant kernels always do)",
+                "int8", {"huginn", "llama", "mor", "calm"});
 }
 // Serving defaults to batch-invariant sums: a request then gives the same bits in any batch.
 option_spec kernels_option(const std::string& def = "fastest") {
@@ -138,6 +148,7 @@ std::vector<option_spec> forward_specs() {
           device_option(),
           dtype_option(),
           quantize_option(),
+          q8_activations_option(),
           kernels_option(),
           config_option(),
           cli_only(front_end(text("output", "FILE.npy",
@@ -171,6 +182,7 @@ std::vector<option_spec> generate_specs() {
       device_option(),
       dtype_option(),
       quantize_option(),
+      q8_activations_option(),
       kernels_option(),
       config_option(),
       cli_only(choice("stream", {"auto", "on", "off"},
@@ -301,7 +313,8 @@ std::vector<option_spec> ae_specs() { return {ae_option(), dump_option(), taps_o
 std::vector<option_spec> tokenize_specs() { return {config_option(), ae_option()}; }
 
 std::vector<option_spec> load_specs() {
-  return {device_option(), dtype_option(), quantize_option(), kernels_option(), config_option(), ae_option()};
+  return {device_option(), dtype_option(), quantize_option(), q8_activations_option(), kernels_option(),
+          config_option(), ae_option()};
 }
 
 // `muninn serve`: the server's own settings (read by the server, never by a family) and the
