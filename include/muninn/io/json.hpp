@@ -225,8 +225,10 @@ class json {
   void expect(kind k, const char* what) const {
     MUNINN_CHECK(kind_ == k, "expected ", what, " but found ", type_name());
   }
+  // The count is the stored 32-bit one: with a size_t, GCC sees a path where new[]'s size overflows
+  // and warns (-Walloc-size-larger-than) when the whole program is optimised at the link.
   template <class T>
-  static T* copy_of(const T* src, std::size_t n) {
+  static T* copy_of(const T* src, std::uint32_t n) {
     if (n == 0) return nullptr;
     T* out = new T[n];
     try {
