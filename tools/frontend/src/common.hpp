@@ -97,7 +97,7 @@ struct device_choice {
   bool cuda = false;  ///< --device cuda
   bool bf16 = false;  ///< --dtype bf16 with --device cuda: weights and activations in bf16
   weight_format weights = weight_format::f32;  ///< host: how the projection and output matrices are stored
-  /// host, q8 weights: one-token decode rounds its activations to int8 (--q8-activations int8, the
+  /// host, q8 weights: decode (at most 8 rows) rounds its activations to int8 (--q8-activations int8, the
   /// default; host_backend::q8_int8_activations)
   bool q8_int8_activations = true;
 };
