@@ -14,10 +14,11 @@
 /// The exceptions are `gemv_q8a`, the q8 decode GEMV, and `gemm_q8a`, its form for 2 to 8 rows
 /// (batched decode): there each activation row is rounded to int8 per block of 32
 /// (q8_quantize_activations, by the caller, once per call) and each block is an exact integer dot
-/// product, scaled once; the multi-row kernel reads each weight block once for all its rows. Widening every int8 weight to fp32 costs a
-/// sign-extension, a conversion and an FMA per weight, which on an AVX2 core with 128-bit units
-/// (Zen 1) ran at 4.4 GB/s of weights, half what the core streams; byte-by-byte multiply-adds
-/// (maddubs, then madd to int32) do 32 products in a few instructions and reach the memory's pace.
+/// product, scaled once; the multi-row kernel reads each weight block once for all its rows.
+/// Widening every int8 weight to fp32 costs a sign-extension, a conversion and an FMA per weight,
+/// which on an AVX2 core with 128-bit units (Zen 1) ran at 4.4 GB/s of weights, half what the core
+/// streams; byte-by-byte multiply-adds (maddubs, then madd to int32) do 32 products in a few
+/// instructions and reach the memory's pace.
 /// The price is one more rounding, of the activations (each within half a step of its block's
 /// amax/127), measured on whole models in docs/performance.md ("Weight formats");
 /// `host_backend::q8_int8_activations` turns it off.
