@@ -112,8 +112,10 @@ inline void gemm_nt(const host_backend& be, std::int64_t M, std::int64_t N, std:
     detail::q8_act_buffer(M, K, q, d);
     detail::lowp::q8_act a[8];
     for (std::int64_t m = 0; m < M; ++m) {
-      a[m] = {q + m * blocks * q8_block, d + m * blocks};
-      q8_quantize_activations(A + m * lda, K, q + m * blocks * q8_block, d + m * blocks);
+      std::int8_t* qm = q + m * blocks * q8_block;  // q8_act_buffer's layout: row m after m rows of blocks
+      float* dm = d + m * blocks;
+      q8_quantize_activations(A + m * lda, K, qm, dm);
+      a[m] = {qm, dm};
     }
     if (M == 1)
       be.parallel_for(N, grain, [&](std::int64_t b, std::int64_t e) { k.gemv_q8a(B, b, e, K, alpha, a[0], beta, C); });

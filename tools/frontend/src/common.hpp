@@ -147,27 +147,26 @@ inline void add_weights_field(model_info& info, weight_format f, std::size_t byt
                                           human_bytes(double(bytes)) + " (host backend)");
 }
 
+/// \brief The host backend of a family without --kernels (CALM): q8 decode's activations as `d` says.
+inline host_backend host_backend_of(const device_choice& d) {
+  host_backend be;
+  be.q8_int8_activations = d.q8_int8_activations;
+  return be;
+}
+
 /// \brief The host backend `o` asks for (families that take --kernels): batch-invariant GEMM sums
 /// with `kernels` batch-invariant (the server's default), else each row count's fastest kernel;
 /// q8 decode's activations as `d` says. An explicit --q8-activations int8 with batch-invariant
 /// kernels is an error: their one-row GEMM keeps fp32 activations, so that a decode step alone
 /// gives the bits of the same row in a batch.
 inline host_backend host_backend_of(const option_values& o, const device_choice& d) {
-  host_backend be;
+  host_backend be = host_backend_of(d);
   be.batch_invariant = find_option(o.op(), "kernels") && o.choice("kernels") == "batch-invariant";
-  be.q8_int8_activations = d.q8_int8_activations;
   if (be.batch_invariant && d.q8_int8_activations && o.has("q8-activations"))
     fail_as(error_kind::usage, o.spelled("q8-activations"), " int8 does not combine with ", o.spelled("kernels"),
             " batch-invariant", o.has("kernels") ? "" : " (the default here)",
             ", whose one-row GEMM keeps fp32 activations so that a decode step gives the bits of the same row "
             "in a batch; give ", o.spelled("kernels"), " fastest or ", o.spelled("q8-activations"), " fp32");
-  return be;
-}
-
-/// \brief The host backend of a family without --kernels (CALM): q8 decode's activations as `d` says.
-inline host_backend host_backend_of(const device_choice& d) {
-  host_backend be;
-  be.q8_int8_activations = d.q8_int8_activations;
   return be;
 }
 

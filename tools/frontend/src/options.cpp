@@ -107,19 +107,21 @@ option_spec dtype_option() {
 option_spec quantize_option() {
   return choice("quantize", {"none", "q8"},
                 "cpu: the layers' projection matrices and the output matrix stored as 8-bit blocks of 32 with a "
-                "scale each, quantized at load (fp32 sums; decode, i.e. calls of at most 8 rows, unless batch-invariant, also rounds the "
-                "activations to int8 per block: --q8-activations; CALM: its backbone's)",
+                "scale each, quantized at load (fp32 sums; decode, i.e. calls of at most 8 rows, unless "
+                "batch-invariant, also rounds the activations to int8 per block: --q8-activations; CALM: its "
+                "backbone's)",
                 "none", {"huginn", "llama", "mor", "calm", "trm"});
 }
-// What q8 decode (calls of at most 8 rows) does with its activation rows (host_backend::q8_int8_activations).
-// Only the families that decode a token (CALM: a chunk) at a time take it: TRM / HRM run whole puzzles, a
-// GEMM row per position of every puzzle (at least 16 on the smallest Sudoku), never 8 rows or fewer.
+// What q8 decode (calls of at most 8 rows) does with its activation rows
+// (host_backend::q8_int8_activations). Only the families that decode a token (CALM: a chunk) at a time
+// take it: TRM / HRM run whole puzzles, a GEMM row per position of every puzzle (at least 16 on the
+// smallest Sudoku), never 8 rows or fewer.
 // Given without --quantize q8, or int8 with batch-invariant kernels, it is an error (common.hpp, device_of).
 option_spec q8_activations_option() {
   return choice("q8-activations", {"int8", "fp32"},
-                "with --quantize q8 on the cpu, decode (calls of at most 8 rows): int8 = round each activation row to int8 per block "
-                "of 32 and multiply bytes (llama.cpp's Q8_0 arithmetic, the faster); fp32 = keep the activations "
-                "exact, one rounding less (batch-invariant kernels always do)",
+                "with --quantize q8 on the cpu, decode (calls of at most 8 rows): int8 = round each activation "
+                "row to int8 per block of 32 and multiply bytes (llama.cpp's Q8_0 arithmetic, the faster); fp32 = "
+                "keep the activations exact, one rounding less (batch-invariant kernels always do)",
                 "int8", {"huginn", "llama", "mor", "calm"});
 }
 // Serving defaults to batch-invariant sums: a request then gives the same bits in any batch.
