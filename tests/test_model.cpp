@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "muninn/families/huginn/random_weights.hpp"
 #include "muninn/model/random_weights.hpp"
 #include "muninn/muninn.hpp"
 #include "model_cases.hpp"
@@ -46,6 +48,7 @@ struct host_config {
 }  // namespace
 
 namespace model_cases {
+using host_config_for_tests = host_config<0>;
 using HostConfigs = ::testing::Types<host_config<1>, host_config<0>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Host, ModelCases, HostConfigs);
 }  // namespace model_cases
@@ -118,6 +121,96 @@ TEST(HuginnModel, ClearErrors) {
   using A = model<host_backend, float, arch<block::sandwich, injection::add>>;
   EXPECT_NE(msg([&] { A::load(data_dir + "tiny_f32"); }).find("does not match the compiled injection policy add"),
             std::string::npos);
+}
+
+// ---------------------------------------------------------------- block and injection from the config
+//
+// block::from_config and injection::from_config run every Huginn combination with one model type
+// (the front end's). Against each fixture's PyTorch logits (model_cases::huginn_fixture, 1e-4), and
+// bit for bit against the model compiled for the fixture's own combination: the same kernels run
+// in the same order, so any difference is a wrong choice.
+namespace {
+
+template <class StateInit = state_init::truncated_normal>
+using from_config_arch = arch<block::from_config, injection::from_config, StateInit>;
+
+template <class Fixed, class Chosen>
+void expect_same_logits(const Fixed& fixed, const Chosen& chosen, const std::vector<std::int32_t>& tokens) {
+  for (std::int64_t steps : {1, 3}) {
+    run_options o;
+    o.init = state_init::zero{};
+    o.steps = steps;
+    const std::vector<float> a = fixed.forward(tokens, o), b = chosen.forward(tokens, o);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "r = " << steps;
+  }
+  generate_options g;
+  g.max_new_tokens = 8;
+  g.run.steps = 2;
+  g.run.init = state_init::zero{};
+  EXPECT_EQ(generate_greedy(fixed, tokens, g), generate_greedy(chosen, tokens, g));
+}
+
+template <class FixedArch, class ChosenArch>
+void expect_fixture_same(const std::string& name) {
+  SCOPED_TRACE(name);
+  const auto fixed = model<host_backend, float, FixedArch>::load(data_dir + name);
+  const auto chosen = model<host_backend, float, ChosenArch>::load(data_dir + name);
+  expect_same_logits(fixed, chosen, {5, 17, 3, 60, 2, 9, 33});
+}
+
+}  // namespace
+
+TEST(HuginnFromConfig, MatchesTheReferenceOnEveryFixtureCombination) {
+  using C = model_cases::host_config_for_tests;
+  model_cases::huginn_fixture<C, from_config_arch<>>("tiny_f32");                           // sandwich, linear
+  model_cases::huginn_fixture<C, from_config_arch<>>("tiny_add");                           // sandwich, add
+  model_cases::huginn_fixture<C, from_config_arch<state_init::zero>>("tiny_prenorm_gqa");  // pre-norm, add
+}
+
+TEST(HuginnFromConfig, EqualsTheCompiledCombinationBitwise) {
+  expect_fixture_same<huginn_arch, from_config_arch<>>("tiny_f32");
+  expect_fixture_same<arch<block::sandwich, injection::add>, from_config_arch<>>("tiny_add");
+  expect_fixture_same<arch<block::pre_norm, injection::add, state_init::zero>, from_config_arch<state_init::zero>>(
+      "tiny_prenorm_gqa");
+  // Pre-norm with the concat adapter has no fixture: random weights, the same draws for both.
+  huginn_config cfg = io::read_model_config(data_dir + "tiny_f32");
+  cfg.block_type = "pre_norm";
+  const host_backend be;
+  using fixed_arch = arch<block::pre_norm, injection::concat_linear>;
+  const model<host_backend, float, fixed_arch> fixed(
+      be, cfg, make_random_huginn_weights<host_backend, float, block::pre_norm>(be, cfg, 3));
+  const model<host_backend, float, from_config_arch<>> chosen(
+      be, cfg, make_random_huginn_weights<host_backend, float, block::from_config>(be, cfg, 3));
+  expect_same_logits(fixed, chosen, {1, 2, 3, 4, 5});
+}
+
+TEST(HuginnFromConfig, ReadsTheNormsOfTheNamedBlockAndRefusesOthers) {
+  EXPECT_EQ(block::layer_norms<block::from_config>("sandwich"), 4);
+  EXPECT_EQ(block::layer_norms<block::from_config>("pre_norm"), 2);
+  EXPECT_EQ(block::layer_norms<block::sandwich>("pre_norm"), 4);  // a fixed block reads its own
+  const auto pre = model<host_backend, float, from_config_arch<state_init::zero>>::load(data_dir + "tiny_prenorm_gqa");
+  EXPECT_EQ(pre.weights().core[0].norm[1].size(), std::size_t(pre.config().n_embd));
+  EXPECT_EQ(pre.weights().core[0].norm[2].size(), 0u);
+  huginn_config cfg = io::read_model_config(data_dir + "tiny_f32");
+  cfg.block_type = "post_norm";
+  try {
+    family::huginn::check<from_config_arch<>>(cfg);
+    ADD_FAILURE() << "block_type post_norm accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("block_type \"post_norm\" does not match the compiled block policy "
+                                         "block::from_config"),
+              std::string::npos)
+        << e.what();
+  }
+  cfg.block_type = "sandwich";
+  cfg.injection_type = "gated";
+  try {
+    family::huginn::check<from_config_arch<>>(cfg);
+    ADD_FAILURE() << "injection_type gated accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("injection_type \"gated\" does not match"), std::string::npos) << e.what();
+  }
 }
 
 // ---------------------------------------------------------------- a family written in user code

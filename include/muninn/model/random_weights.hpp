@@ -9,6 +9,7 @@
 
 #include "muninn/core/config.hpp"
 #include "muninn/core/dtype.hpp"
+#include "muninn/core/error.hpp"
 #include "muninn/engine/transfer.hpp"
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/random.hpp"
@@ -36,10 +37,14 @@ typename Backend::template buffer<T> random_tensor(const Backend& be, std::size_
 /// init): truncated normal at ±3σ with σ = √(2/(5h)), output projections σ/√(2·depth), norms 1,
 /// qk_bias 0.
 ///
-/// \tparam Block the BlockPolicy, which fixes the number of norms per layer.
+/// \tparam Block the BlockPolicy, which fixes the number of norms per layer (`norms`, when given,
+/// instead: block::from_config runs the block whose count a layer holds).
 /// `depth` is the effective expected depth P + C·mean_recurrence + D used by the reference init.
 template <class Backend, class T, class Block>
-model_weights<Backend, T> make_random_weights(const Backend& be, const model_config& cfg, std::uint64_t seed) {
+model_weights<Backend, T> make_random_weights(const Backend& be, const model_config& cfg, std::uint64_t seed,
+                                              int norms = Block::num_norms) {
+  MUNINN_CHECK(norms >= 0 && norms <= Block::num_norms, "make_random_weights: ", norms, " norms per layer; block::",
+               Block::name, " holds at most ", Block::num_norms);
   const std::int64_t h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
   const std::int64_t D = cfg.head_dim > 0 ? cfg.head_dim : h / H, I = cfg.intermediate_size, V = cfg.vocab_size;
   const double depth = double(cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * cfg.mean_recurrence +
@@ -54,7 +59,7 @@ model_weights<Backend, T> make_random_weights(const Backend& be, const model_con
   w.ln_f = random_tensor<Backend, T>(be, std::size_t(h), 0.0f, seed, stream, cnt, 1.0f);
   auto layer = [&]() {
     layer_weights<Backend, T> l;
-    for (int i = 0; i < Block::num_norms; ++i)
+    for (int i = 0; i < norms; ++i)
       l.norm[i] = random_tensor<Backend, T>(be, std::size_t(h), 0.0f, seed, stream, cnt, 1.0f);
     l.wqkv = random_tensor<Backend, T>(be, std::size_t((H + 2 * Hkv) * D * h), sigma, seed, stream, cnt);
     if (cfg.qk_bias) l.qk_bias = random_tensor<Backend, T>(be, std::size_t(2 * H * D), 0.0f, seed, stream, cnt);

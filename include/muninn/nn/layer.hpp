@@ -73,6 +73,9 @@ class layer_pass {
   void add_norm(int i) { norm_at(i).add(be_, s_.proj, x_, rows_.size()); }
   /// \brief x = x + proj (pre-norm residual).
   void add_residual() { add(be_, x_, s_.proj, x_, rows_.size() * d_.h); }
+  /// \brief Whether the layer stores a weight for RMSNorm i (block::from_config tells a sandwich
+  /// layer, which stores four, from a pre-norm one).
+  bool holds_norm(int i) const { return w_.norm[i].size() > 0; }
   /// \brief The weights this call runs (a user's BlockPolicy may read them, or tell layers apart).
   const layer_weights<Backend, T>& weights() const { return w_; }
 

@@ -8,6 +8,9 @@
 /// `l.add_norm(i)` (x = norm_i(proj + x)), `l.add_residual()` (x += proj), `l.input()` (x itself,
 /// for post-norm blocks), `l.token_mlp()` (the token-mixing MLP with its own post-norm, in place).
 
+#include <string>
+#include <type_traits>
+
 #include "muninn/policies/detect.hpp"
 
 namespace muninn {
@@ -75,6 +78,39 @@ struct post_norm_token_mlp {
     l.add_norm(1);
   }
 };
+
+/// \brief Huginn's `sandwich` or `pre_norm`, chosen at run time by the layer: a layer that holds a
+/// fourth RMSNorm weight runs `sandwich`, one that holds two runs `pre_norm`.
+///
+/// A checkpoint's config names its block (Huginn's `block_type`), and the loader reads as many
+/// norms per layer as the named block has (`layer_norms`). One model type then runs checkpoints
+/// of both kinds: the CLI, the server and Python compile one Huginn model instead of one per
+/// block, for a branch per layer. The compile-time policies stay the choice where the block is
+/// known when the program is built.
+struct from_config {
+  using slot = muninn::slot::block;                   ///< fills the Block slot
+  static constexpr int num_norms = 4;                 ///< the most a layer holds (sandwich's four)
+  static constexpr const char* name = "from_config";  ///< spelling used in messages and config checks
+  /// \brief One layer on the stack bound to `l`, as the block its weights belong to.
+  template <class Layer>
+  static void forward(Layer& l) {
+    if (l.holds_norm(3))
+      sandwich::forward(l);
+    else
+      pre_norm::forward(l);
+  }
+};
+
+/// \brief RMSNorm weights per layer a model with BlockPolicy `Block` reads from a checkpoint whose
+/// config names the block `block_type`: `Block::num_norms`, except for `from_config`, which reads
+/// those of the named block ("sandwich" 4, else 2).
+template <class Block>
+int layer_norms(const std::string& block_type) {
+  if constexpr (std::is_same_v<Block, from_config>)
+    return block_type == sandwich::name ? sandwich::num_norms : pre_norm::num_norms;
+  else
+    return Block::num_norms;
+}
 
 }  // namespace block
 }  // namespace muninn

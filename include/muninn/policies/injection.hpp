@@ -99,6 +99,36 @@ struct add {
   }
 };
 
+/// \brief `concat_linear` or `add`, chosen at run time by the weights: the concat adapter when the
+/// family's weights hold one, else `x = x + e`.
+///
+/// The loader reads the adapter only when the config asks for it (Huginn's `injection_type`
+/// "linear"), so one model type runs checkpoints of both kinds (block::from_config says why).
+struct from_config {
+  using slot = muninn::slot::injection;                       ///< fills the Injection slot
+  static constexpr const char* name = "from_config";          ///< spelling used in messages
+  static constexpr const char* config_name = "linear or add"; ///< config.json injection_type: either
+  static constexpr bool has_weight = true;                    ///< may have one: weight() is null without
+  /// \brief The adapter of the family's weights, or null when they hold none.
+  template <class Weights>
+  static auto weight(const Weights& w) -> decltype(w.adapter.data()) {
+    return w.adapter.size() > 0 ? w.adapter.data() : nullptr;
+  }
+  /// \brief As concat_linear with an adapter; nothing without.
+  template <class Backend, class T>
+  static void prepare(const injection_args<Backend, T>& a) {
+    if (a.weight) concat_linear::prepare(a);
+  }
+  /// \brief As concat_linear with an adapter, else as add.
+  template <class Backend, class T>
+  static void apply(const injection_args<Backend, T>& a, T*& x, T*& spare) {
+    if (a.weight)
+      concat_linear::apply(a, x, spare);
+    else
+      add::apply(a, x, spare);
+  }
+};
+
 /// \brief No injection: a model without a recurrent state (plain stacks).
 struct none {
   using slot = muninn::slot::injection;               ///< fills the Injection slot

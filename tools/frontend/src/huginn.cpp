@@ -1,6 +1,6 @@
-// The Huginn family in the front-end library: its four compiled combinations (sandwich or
-// pre-norm blocks, concat adapter or additive injection), each with early exit compiled in.
-// The pre-norm combinations are compiled in huginn_prenorm.cpp (huginn_host.hpp says why).
+// The Huginn family in the front-end library: one host model for sandwich or pre-norm blocks
+// with the concat adapter or additive injection, chosen from the config (huginn_host.hpp), and
+// the CUDA model for Huginn-0125's own combination.
 
 #include <sstream>
 
@@ -54,10 +54,8 @@ std::unique_ptr<loaded_model> huginn_family::load(const model_folder& f, const o
 #endif
   }
   const host_backend be = detail::host_backend_of(o, dev);
-  if (pre) return detail::huginn_host::prenorm_model(add, be, std::move(cfg), ck, std::move(x), dev.weights);
-  using detail::huginn_host::host_model;
-  return add ? host_model<detail::huginn_host::sandwich_add>(be, std::move(cfg), ck, std::move(x), dev.weights)
-             : host_model<detail::huginn_host::sandwich_linear>(be, std::move(cfg), ck, std::move(x), dev.weights);
+  return detail::huginn_host::host_model<detail::huginn_host::host_arch>(be, std::move(cfg), ck, std::move(x),
+                                                                          dev.weights);
 }
 
 }  // namespace muninn::frontend

@@ -1,9 +1,9 @@
 #pragma once
-// What the two Huginn translation units share (huginn.cpp: the sandwich-block combinations and the
-// family's entry points; huginn_prenorm.cpp: the pre-norm combinations): the per-token-exit batch
-// engine and the function that builds a host model of one combination. The four combinations are
-// split over two files because one file holding all four needed about 1 GB of compiler memory and
-// was the longest unit of the build; the two halves go to different unity groups
+// The Huginn family's host model in the front-end library: the per-token-exit batch engine and the
+// function that builds the model. One model type runs every Huginn checkpoint: its block (sandwich
+// or pre-norm) and injection (concat adapter or add) are chosen from the config at load
+// (block::from_config, injection::from_config), with per-token early exit compiled in. Four
+// compiled combinations, one per block and injection, took a quarter of the CLI's build
 // (docs/performance.md, "Build cost").
 
 #include <map>
@@ -132,10 +132,8 @@ std::unique_ptr<batch_engine> make_exit_batch(const Model& m, const batch_limits
   return std::make_unique<exit_batch<Model>>(m, lim);
 }
 
-using sandwich_linear = huginn_adaptive_arch;
-using sandwich_add = huginn_adaptive_arch::with<injection::add>;
-using prenorm_linear = huginn_adaptive_arch::with<block::pre_norm>;
-using prenorm_add = huginn_adaptive_arch::with<block::pre_norm, injection::add>;
+/// \brief Every Huginn checkpoint's arch in the front end: the config picks block and injection.
+using host_arch = huginn_adaptive_arch::with<block::from_config, injection::from_config>;
 
 template <class Arch>
 std::unique_ptr<loaded_model> host_model(host_backend be, huginn_config cfg, const io::checkpoint& ck,
@@ -146,9 +144,5 @@ std::unique_ptr<loaded_model> host_model(host_backend be, huginn_config cfg, con
   detail::add_weights_field(x.info, weights, m.weight_bytes());
   return std::make_unique<detail::lm_model<M>>(std::move(m), std::move(x), &make_exit_batch<M>);
 }
-
-/// \brief A host model of one of the two pre-norm combinations (huginn_prenorm.cpp).
-std::unique_ptr<loaded_model> prenorm_model(bool add, host_backend be, huginn_config cfg, const io::checkpoint& ck,
-                                            lm_extras x, weight_format weights);
 
 }  // namespace muninn::frontend::detail::huginn_host

@@ -4,6 +4,7 @@
 /// names, weight layout.
 
 #include <string>
+#include <type_traits>
 
 #include "muninn/core/error.hpp"
 #include "muninn/families/huginn/config.hpp"
@@ -12,7 +13,9 @@
 #include "muninn/io/json.hpp"
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"
+#include "muninn/policies/block.hpp"
 #include "muninn/policies/detect.hpp"
+#include "muninn/policies/injection.hpp"
 
 namespace muninn {
 
@@ -47,15 +50,25 @@ struct huginn {
     return load_huginn_weights<Backend, T, Block>(be, ck, cfg, on_layer);
   }
   /// \brief The config names the block and injection of a Huginn checkpoint; they must be the
-  /// ones the Arch compiled in (injection only matters where a state recurs).
+  /// ones the Arch compiled in (injection only matters where a state recurs), or either Huginn
+  /// block / injection where the Arch chooses from the config (block::from_config,
+  /// injection::from_config).
   template <class Arch>
   static void check(const huginn_config& cfg) {
     using injection = typename Arch::injection_policy;
     using block = typename Arch::block_policy;
-    MUNINN_CHECK(!Arch::sharing_policy::recurrent || cfg.injection_type == injection::config_name, cfg.source,
-                 ": config injection_type \"", cfg.injection_type, "\" does not match the compiled injection policy ",
-                 injection::name, " (which reads \"", injection::config_name, "\")");
-    MUNINN_CHECK(cfg.block_type == block::name, cfg.source, ": config block_type \"", cfg.block_type,
+    const bool injection_ok = std::is_same_v<injection, muninn::injection::from_config>
+                                  ? cfg.injection_type == muninn::injection::concat_linear::config_name ||
+                                        cfg.injection_type == muninn::injection::add::config_name
+                                  : cfg.injection_type == injection::config_name;
+    MUNINN_CHECK(!Arch::sharing_policy::recurrent || injection_ok, cfg.source, ": config injection_type \"",
+                 cfg.injection_type, "\" does not match the compiled injection policy ", injection::name,
+                 " (which reads \"", injection::config_name, "\")");
+    const bool block_ok = std::is_same_v<block, muninn::block::from_config>
+                              ? cfg.block_type == muninn::block::sandwich::name ||
+                                    cfg.block_type == muninn::block::pre_norm::name
+                              : cfg.block_type == block::name;
+    MUNINN_CHECK(block_ok, cfg.source, ": config block_type \"", cfg.block_type,
                  "\" does not match the compiled block policy block::", block::name);
     MUNINN_CHECK(!cfg.bias, cfg.source, ": Linear biases (\"bias\": true) are not supported by the Huginn layout");
   }

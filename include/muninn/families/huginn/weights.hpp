@@ -14,6 +14,7 @@
 #include "muninn/io/safetensors.hpp"
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/rope.hpp"
+#include "muninn/policies/block.hpp"
 
 namespace muninn {
 
@@ -51,7 +52,8 @@ layer_weights<Backend, T> load_huginn_layer(const Backend& be, const io::checkpo
 /// \brief Loads every parameter named by the Huginn name map, after validating names and shapes
 /// (`io::open_huginn_checkpoint` has already stripped training prefixes).
 ///
-/// \tparam Block the model's BlockPolicy: decides how many norms each layer must have.
+/// \tparam Block the model's BlockPolicy: decides how many norms each layer must have (block::from_config:
+/// the config's `block_type`).
 /// The RoPE table comes from the checkpoint's `freqs_cis` buffer when present (bit-exact with the
 /// reference), else it is computed in fp32 from `rope_base`.
 /// `on_layer(group, index, layer)` sees each layer of the stack as soon as it is read
@@ -66,10 +68,11 @@ huginn_weights<Backend, T> load_huginn_weights(const Backend& be, const io::chec
   w.wte = detail::load_tensor<Backend, T>(be, ck, "transformer.wte.weight", cnt);
   if (cfg.injection_type == "linear") w.adapter = detail::load_tensor<Backend, T>(be, ck, "transformer.adapter.weight", cnt);
   w.ln_f = detail::load_tensor<Backend, T>(be, ck, "transformer.ln_f.weight", cnt);
+  const int norms = block::layer_norms<Block>(cfg.block_type);  // block::from_config: the config's block
   auto load_group = [&](layer_group g, const char* group, std::int64_t count, std::vector<layer_weights<Backend, T>>& out) {
     for (std::int64_t i = 0; i < count; ++i) {
       out.push_back(detail::load_huginn_layer<Backend, T>(be, ck, cfg, std::string("transformer.") + group + "." + std::to_string(i),
-                                                   Block::num_norms, cnt));
+                                                   norms, cnt));
       on_layer(g, std::size_t(i), out.back());
     }
   };
