@@ -105,10 +105,10 @@ struct add {
 /// The loader reads the adapter only when the config asks for it (Huginn's `injection_type`
 /// "linear"), so one model type runs checkpoints of both kinds (block::from_config says why).
 struct from_config {
-  using slot = muninn::slot::injection;                       ///< fills the Injection slot
-  static constexpr const char* name = "from_config";          ///< spelling used in messages
-  static constexpr const char* config_name = "linear or add"; ///< config.json injection_type: either
-  static constexpr bool has_weight = true;                    ///< may have one: weight() is null without
+  using slot = muninn::slot::injection;                        ///< fills the Injection slot
+  static constexpr const char* name = "from_config";           ///< spelling used in messages
+  static constexpr const char* config_name = "linear or add";  ///< config.json injection_type: either
+  static constexpr bool has_weight = true;                     ///< may have one: weight() is null without
   /// \brief The adapter of the family's weights, or null when they hold none.
   template <class Weights>
   static auto weight(const Weights& w) -> decltype(w.adapter.data()) {

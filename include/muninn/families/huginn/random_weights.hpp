@@ -19,7 +19,8 @@ namespace muninn {
 /// when Block is block::from_config.
 template <class Backend, class T, class Block>
 huginn_weights<Backend, T> make_random_huginn_weights(const Backend& be, const huginn_config& cfg, std::uint64_t seed) {
-  huginn_weights<Backend, T> w(make_random_weights<Backend, T, Block>(be, cfg, seed, block::layer_norms<Block>(cfg.block_type)));
+  const int norms = block::layer_norms<Block>(cfg.block_type);
+  huginn_weights<Backend, T> w(make_random_weights<Backend, T, Block>(be, cfg, seed, norms));
   if (cfg.injection_type == "linear") {
     const std::int64_t h = cfg.n_embd;
     std::uint64_t stream = std::uint64_t(1) << 60;  // far past every draw of the stack

@@ -52,8 +52,8 @@ layer_weights<Backend, T> load_huginn_layer(const Backend& be, const io::checkpo
 /// \brief Loads every parameter named by the Huginn name map, after validating names and shapes
 /// (`io::open_huginn_checkpoint` has already stripped training prefixes).
 ///
-/// \tparam Block the model's BlockPolicy: decides how many norms each layer must have (block::from_config:
-/// the config's `block_type`).
+/// \tparam Block the model's BlockPolicy: decides how many norms each layer must have
+/// (block::from_config: those of the config's `block_type`).
 /// The RoPE table comes from the checkpoint's `freqs_cis` buffer when present (bit-exact with the
 /// reference), else it is computed in fp32 from `rope_base`.
 /// `on_layer(group, index, layer)` sees each layer of the stack as soon as it is read
