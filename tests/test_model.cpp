@@ -131,8 +131,9 @@ TEST(HuginnModel, ClearErrors) {
 // in the same order, so any difference is a wrong choice.
 namespace {
 
+// The front end's Huginn type (per-token exits compiled in), with the state init a fixture needs.
 template <class StateInit = state_init::truncated_normal>
-using from_config_arch = arch<block::from_config, injection::from_config, StateInit>;
+using from_config_arch = huginn_adaptive_arch::with<block::from_config, injection::from_config, StateInit>;
 
 template <class Fixed, class Chosen>
 void expect_same_logits(const Fixed& fixed, const Chosen& chosen, const std::vector<std::int32_t>& tokens) {
@@ -144,6 +145,19 @@ void expect_same_logits(const Fixed& fixed, const Chosen& chosen, const std::vec
     ASSERT_EQ(a.size(), b.size());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "r = " << steps;
   }
+  run_options exits;  // per-token exits: the steps each token ran depend on every layer's output
+  exits.init = state_init::zero{};
+  exits.steps = 6;
+  exits.halt.criterion = halt_criterion::latent_diff;
+  exits.halt.threshold = 0.35;
+  std::vector<std::int32_t> fixed_steps, chosen_steps;
+  exits.steps_used = &fixed_steps;
+  const std::vector<float> a = fixed.forward(tokens, exits);
+  exits.steps_used = &chosen_steps;
+  const std::vector<float> b = chosen.forward(tokens, exits);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "with exits";
+  EXPECT_EQ(fixed_steps, chosen_steps);
+  EXPECT_LT(*std::min_element(chosen_steps.begin(), chosen_steps.end()), 6) << "no token exited early";
   generate_options g;
   g.max_new_tokens = 8;
   g.run.steps = 2;
@@ -153,10 +167,12 @@ void expect_same_logits(const Fixed& fixed, const Chosen& chosen, const std::vec
 
 template <class FixedArch, class ChosenArch>
 void expect_fixture_same(const std::string& name) {
-  SCOPED_TRACE(name);
-  const auto fixed = model<host_backend, float, FixedArch>::load(data_dir + name);
-  const auto chosen = model<host_backend, float, ChosenArch>::load(data_dir + name);
-  expect_same_logits(fixed, chosen, {5, 17, 3, 60, 2, 9, 33});
+  for (weight_format f : {weight_format::f32, weight_format::bf16, weight_format::q8}) {
+    SCOPED_TRACE(name + ", weights " + weight_format_name(f));
+    const auto fixed = model<host_backend, float, FixedArch>::load(data_dir + name, host_backend{}, f);
+    const auto chosen = model<host_backend, float, ChosenArch>::load(data_dir + name, host_backend{}, f);
+    expect_same_logits(fixed, chosen, {5, 17, 3, 60, 2, 9, 33});
+  }
 }
 
 }  // namespace
@@ -166,18 +182,23 @@ TEST(HuginnFromConfig, MatchesTheReferenceOnEveryFixtureCombination) {
   model_cases::huginn_fixture<C, from_config_arch<>>("tiny_f32");                           // sandwich, linear
   model_cases::huginn_fixture<C, from_config_arch<>>("tiny_add");                           // sandwich, add
   model_cases::huginn_fixture<C, from_config_arch<state_init::zero>>("tiny_prenorm_gqa");  // pre-norm, add
+  model_cases::huginn_fixture<C, from_config_arch<>>("tiny_prenorm_linear");                // pre-norm, linear
+  // The compiled fourth combination against its reference too (the model cases hold the others).
+  model_cases::huginn_fixture<C, arch<block::pre_norm, injection::concat_linear>>("tiny_prenorm_linear");
 }
 
 TEST(HuginnFromConfig, EqualsTheCompiledCombinationBitwise) {
-  expect_fixture_same<huginn_arch, from_config_arch<>>("tiny_f32");
-  expect_fixture_same<arch<block::sandwich, injection::add>, from_config_arch<>>("tiny_add");
-  expect_fixture_same<arch<block::pre_norm, injection::add, state_init::zero>, from_config_arch<state_init::zero>>(
+  using A = huginn_adaptive_arch;  // both sides with exits compiled in, as the front end's
+  expect_fixture_same<A, from_config_arch<>>("tiny_f32");
+  expect_fixture_same<A::with<injection::add>, from_config_arch<>>("tiny_add");
+  expect_fixture_same<A::with<block::pre_norm, injection::add, state_init::zero>, from_config_arch<state_init::zero>>(
       "tiny_prenorm_gqa");
-  // Pre-norm with the concat adapter has no fixture: random weights, the same draws for both.
+  expect_fixture_same<A::with<block::pre_norm>, from_config_arch<>>("tiny_prenorm_linear");
+  // Random weights (benchmarks, tests) for pre-norm with the adapter, the same draws for both.
   huginn_config cfg = io::read_model_config(data_dir + "tiny_f32");
   cfg.block_type = "pre_norm";
   const host_backend be;
-  using fixed_arch = arch<block::pre_norm, injection::concat_linear>;
+  using fixed_arch = A::with<block::pre_norm, injection::concat_linear>;
   const model<host_backend, float, fixed_arch> fixed(
       be, cfg, make_random_huginn_weights<host_backend, float, block::pre_norm>(be, cfg, 3));
   const model<host_backend, float, from_config_arch<>> chosen(
@@ -189,6 +210,14 @@ TEST(HuginnFromConfig, ReadsTheNormsOfTheNamedBlockAndRefusesOthers) {
   EXPECT_EQ(block::layer_norms<block::from_config>("sandwich"), 4);
   EXPECT_EQ(block::layer_norms<block::from_config>("pre_norm"), 2);
   EXPECT_EQ(block::layer_norms<block::sandwich>("pre_norm"), 4);  // a fixed block reads its own
+  // Random weights must be told which block's norms to draw (the layers' count picks the block).
+  const huginn_config f32_cfg = io::read_model_config(data_dir + "tiny_f32");
+  const auto draw = [&](int norms) {
+    return make_random_weights<host_backend, float, block::from_config>(host_backend{}, f32_cfg, 1, norms);
+  };
+  EXPECT_THROW(draw(-1), error);
+  EXPECT_EQ(draw(2).core[0].norm[1].size(), std::size_t(f32_cfg.n_embd));
+  EXPECT_EQ(draw(2).core[0].norm[2].size(), 0u);
   const auto pre = model<host_backend, float, from_config_arch<state_init::zero>>::load(data_dir + "tiny_prenorm_gqa");
   EXPECT_EQ(pre.weights().core[0].norm[1].size(), std::size_t(pre.config().n_embd));
   EXPECT_EQ(pre.weights().core[0].norm[2].size(), 0u);

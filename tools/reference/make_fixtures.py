@@ -1325,6 +1325,32 @@ def main() -> None:
     log(f"    size of tiny_prenorm_gqa: {size_pg / 1024:.1f} KiB")
     assert size_pg < 300 * 1000, size_pg
 
+    # ---- tiny_prenorm_linear: pre-norm blocks with the concat adapter (Muninn extension) ---------
+    # The fourth block / injection combination: tiny_f32 is sandwich + linear, tiny_add sandwich +
+    # add, tiny_prenorm_gqa pre-norm + add. BF16 storage keeps it small; MHA with qk_bias as Huginn.
+    cfgpl = H.HuginnConfig(
+        n_embd=32, num_attention_heads=2, intermediate_size=64, vocab_size=64, padded_vocab_size=64,
+        n_layers_in_prelude=1, n_layers_in_recurrent_block=1, n_layers_in_coda=1,
+        mean_recurrence=3, block_size=32, rope_base=10000.0, injection_type="linear", block_type="pre_norm",
+    )
+    mpl = H.Huginn(cfgpl)
+    mpl.init_weights(seed=5, golden=True)
+    assert "adapter" in mpl.transformer
+    log("tiny_prenorm_linear")
+    d = os.path.join(out, "tiny_prenorm_linear")
+    mpl.save_pretrained(d, torch.bfloat16, shards=1, include_freqs_cis=True)
+    stored = H.load_safetensors_dir(d)
+    assert "transformer.adapter.weight" in stored
+    assert not any(k.endswith(("norm_3.weight", "norm_4.weight")) for k in stored)
+    mpl_l = H.Huginn.from_pretrained(d)
+    tokenspl = pick_ids(9, 64, seed=15)
+    promptpl = choose_prompt(mpl_l, 64, seed=61)
+    mutation_checks(mpl_l, tokenspl, cfgpl.mean_recurrence, 5, log)
+    write_fixture(d, mpl_l, tokenspl, 5, promptpl,
+                  "Muninn extension: pre_norm blocks with the concat adapter (injection_type linear); h=32, "
+                  "2 heads x 16, qk_bias, ffn 64, vocab 64, layers (1,1,1), r_mean 3; BF16 + F32 freqs_cis; "
+                  "outputs of the fp32 model of the BF16 weights", log)
+
     # ---- tiny_text: text in, text out with the BPE tokenizer fixture ----------------------------
     log("tiny_text")
     write_text_fixture(os.path.join(out, "tiny_text"), args.tokenizer, log)

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "muninn/core/config.hpp"
@@ -14,6 +15,7 @@
 #include "muninn/model/weights.hpp"
 #include "muninn/ops/random.hpp"
 #include "muninn/ops/rope.hpp"
+#include "muninn/policies/block.hpp"
 
 namespace muninn {
 
@@ -37,14 +39,21 @@ typename Backend::template buffer<T> random_tensor(const Backend& be, std::size_
 /// init): truncated normal at ±3σ with σ = √(2/(5h)), output projections σ/√(2·depth), norms 1,
 /// qk_bias 0.
 ///
-/// \tparam Block the BlockPolicy, which fixes the number of norms per layer (`norms`, when given,
-/// instead: block::from_config runs the block whose count a layer holds).
+/// \tparam Block the BlockPolicy, which fixes the number of norms per layer. block::from_config
+/// runs the block whose norms a layer holds, so it needs `norms` (block::layer_norms of the config's
+/// block); for another Block, `norms` (when given) overrides Block::num_norms.
 /// `depth` is the effective expected depth P + C·mean_recurrence + D used by the reference init.
 template <class Backend, class T, class Block>
 model_weights<Backend, T> make_random_weights(const Backend& be, const model_config& cfg, std::uint64_t seed,
-                                              int norms = Block::num_norms) {
-  MUNINN_CHECK(norms >= 0 && norms <= Block::num_norms, "make_random_weights: ", norms, " norms per layer; block::",
-               Block::name, " holds at most ", Block::num_norms);
+                                              int norms = -1) {
+  if (norms < 0) {
+    constexpr bool chosen_by_layers = std::is_same_v<Block, block::from_config>;
+    MUNINN_CHECK(!chosen_by_layers, "make_random_weights: block::from_config runs the block whose norms the layers "
+                 "hold: give the norms per layer (block::layer_norms of the config's block)");
+    norms = Block::num_norms;
+  }
+  MUNINN_CHECK(norms <= Block::num_norms, "make_random_weights: ", norms, " norms per layer; block::", Block::name,
+               " holds at most ", Block::num_norms);
   const std::int64_t h = cfg.n_embd, H = cfg.n_heads, Hkv = cfg.n_kv_heads > 0 ? cfg.n_kv_heads : cfg.n_heads;
   const std::int64_t D = cfg.head_dim > 0 ? cfg.head_dim : h / H, I = cfg.intermediate_size, V = cfg.vocab_size;
   const double depth = double(cfg.n_layers_in_prelude + cfg.n_layers_in_recurrent_block * cfg.mean_recurrence +

@@ -6,7 +6,8 @@
 /// `template <class Layer> static void forward(Layer& l)` written with the sublayer verbs of
 /// `nn::layer_pass`: `l.norm(i)` → normed input, `l.attention(in)`, `l.mlp(in)` → projection,
 /// `l.add_norm(i)` (x = norm_i(proj + x)), `l.add_residual()` (x += proj), `l.input()` (x itself,
-/// for post-norm blocks), `l.token_mlp()` (the token-mixing MLP with its own post-norm, in place).
+/// for post-norm blocks), `l.token_mlp()` (the token-mixing MLP with its own post-norm, in place),
+/// `l.holds_norm(i)` (whether the layer stores a weight for norm i).
 
 #include <string>
 #include <type_traits>

@@ -34,6 +34,7 @@ struct layer_archetype {
   void add_residual();
   const float* input() const;
   void token_mlp();
+  bool holds_norm(int) const;
 };
 struct pass_archetype {
   float* e();

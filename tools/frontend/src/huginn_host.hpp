@@ -3,7 +3,7 @@
 // function that builds the model. One model type runs every Huginn checkpoint: its block (sandwich
 // or pre-norm) and injection (concat adapter or add) are chosen from the config at load
 // (block::from_config, injection::from_config), with per-token early exit compiled in. Four
-// compiled combinations, one per block and injection, took a quarter of the CLI's build
+// compiled combinations, one per block and injection, took a fifth of the CLI's clean build
 // (docs/performance.md, "Build cost").
 
 #include <map>
